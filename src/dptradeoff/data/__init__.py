@@ -1,0 +1,1 @@
+"""Datasets: download and verify real files, read embedded ones, convert both to Parquet."""

