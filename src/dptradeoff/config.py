@@ -36,7 +36,7 @@ def check(config: dict, schema_path: str) -> None:
     except WorkflowError:
         with open(schema_path) as f:
             schema = yaml.safe_load(f)
-        errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(config), key=lambda e: len(list(e.absolute_path)), reverse=True)
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(config), key=lambda e: len(list(e.absolute_path)), reverse=True)
         if not errors:
             raise
         raise UserError(explain(errors[0])) from None

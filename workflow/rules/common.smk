@@ -2,10 +2,9 @@
 import os
 import sys
 
-# Rule jobs import the library from this checkout (installed or not, conda or venv).
-SRC = os.path.join(workflow.basedir, "src")
-sys.path.insert(0, SRC)
-os.environ["PYTHONPATH"] = SRC + os.pathsep + os.environ.get("PYTHONPATH", "")
+# The workflow imports the library from this checkout; rule jobs import the installed package
+# (envs/setup.sh and envs/environment.yaml install this checkout in editable mode).
+sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
 from dptradeoff import UserError
 from dptradeoff.config import check as check_config

@@ -1,0 +1,94 @@
+"""Parsers and encoders of the six datasets, on hand-made inputs with known answers."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dptradeoff import UserError
+from dptradeoff.data import adult, gisette, kddcup99, mnist, reddit
+from upstream import files
+
+
+def test_adult_a9a_encoding_has_123_features_one_per_block():
+    names = adult.feature_names()
+    assert len(names) == 123
+    frame = adult.parse_uci(files.adult_data().decode())
+    x, y = adult.encode(frame)
+    assert x.shape == (4, 123) and y.tolist() == [0, 0, 1, 1]
+    # Row 1: age 39 -> bin [33,41); Never-married; sex Male; capital-gain 2174 > 0.
+    row = dict(zip(names, x[0]))
+    assert row["age[33,41)"] == 1 and row["marital-status=Never-married"] == 1
+    assert row["sex=Male"] == 1 and row["capital-gain[1,inf)"] == 1 and row["capital-loss[-inf,1)"] == 1
+    # Row 3: '?' in workclass, occupation and native-country leaves those blocks all zero.
+    row = dict(zip(names, x[2]))
+    for block in ("workclass=", "occupation=", "native-country="):
+        assert sum(v for k, v in row.items() if k.startswith(block)) == 0
+
+
+def test_adult_test_file_format():
+    frame = adult.parse_uci(files.adult_test().decode())
+    assert len(frame) == 3 and frame["income"].tolist() == ["<=50K.", "<=50K.", ">50K."]
+    assert adult.encode(frame)[1].tolist() == [0, 0, 1]
+
+
+def test_adult_unknown_category_is_a_clear_error():
+    bad = files.adult_data().decode().replace("State-gov", "Galactic-gov")
+    with pytest.raises(UserError, match="workclass.*Galactic-gov"):
+        adult.encode(adult.parse_uci(bad))
+
+
+def test_mnist_idx_roundtrip_and_bad_magic():
+    images = np.arange(2 * 28 * 28).reshape(2, 28, 28) % 256
+    x, y = mnist.from_idx(files.idx(images), files.idx(np.array([3, 7])), "t")
+    assert x.shape == (2, 784) and np.allclose(x * 255, images.reshape(2, -1)) and y.tolist() == [3, 7]
+    with pytest.raises(UserError, match="magic"):
+        mnist.read_idx(b"\x00\x00\x09\x03" + bytes(20), "x")
+    with pytest.raises(UserError, match="truncated"):
+        mnist.read_idx(files.idx(images)[:-5] if False else (2051).to_bytes(4, "big") + (2).to_bytes(4, "big") + (28).to_bytes(4, "big") * 2 + bytes(10), "x")
+
+
+def test_gisette_trailing_spaces_and_labels():
+    f = files.gisette_files(3, 1)
+    x = gisette.parse_data(f["gisette_train.data"], "d")
+    y = gisette.parse_labels(f["gisette_train.labels"], "l")
+    assert x.shape == (3, 5000) and set(y) <= {0, 1}
+    with pytest.raises(UserError, match="5000"):
+        gisette.parse_data(b"1 2 3 \n", "short")
+
+
+def test_gisette_like_from_mnist_has_gisette_shape():
+    rng = np.random.default_rng(0)
+    digits = np.repeat([4, 9, 1], 40)
+    x = rng.random((120, 784)) * (rng.random((120, 784)) < 0.3)
+    gx, gy = gisette.from_mnist(x.astype(np.float32), digits, rng)
+    assert gx.shape == (80, 5000) and gx.min() >= 0 and gx.max() <= 999 and np.all(gx == np.floor(gx))
+    assert sorted(set(gy)) == [0, 1]
+
+
+def test_reddit_histogram_counts_unique_authors(tmp_path):
+    path = tmp_path / "c.zip"
+    path.write_bytes(files.reddit_zip())
+    hist = reddit.histogram_from_zip(path).set_index("subreddit")["authors"].to_dict()
+    assert hist == {"AskReddit": 1, "python": 2, "rust": 2}
+
+
+def test_power_law_histogram_follows_its_density():
+    hist = reddit.power_law_histogram(200_000, 300, 0.75, np.random.default_rng(1))
+    assert len(hist) == 300 and hist["authors"].sum() == 200_000
+    p = np.arange(1, 301) ** 0.75
+    expected = 200_000 * p / p.sum()
+    assert np.abs(hist["authors"].to_numpy() - expected).max() < 6 * np.sqrt(expected.max())
+
+
+def test_kdd_one_hot_and_labels():
+    frame = kddcup99.parse(files.kdd_gz(), "k")
+    x, y, names = kddcup99.encode(frame)
+    assert x.shape == (5, 47) and y.tolist() == [0, 1, 1, 0, 0] and len(names) == 47
+    assert "service=http" in names and x[:, names.index("protocol_type=udp")].tolist() == [0, 0, 0, 1, 0]
+
+
+def test_kdd_synthetic_has_the_real_shape():
+    frame = kddcup99.synthetic(2000, np.random.default_rng(0))
+    x, y, names = kddcup99.encode(frame)
+    assert frame.shape == (2000, 42) and x.shape[1] == 38 + 3 + 66 + 11
+    assert 0.7 < y.mean() < 0.9
