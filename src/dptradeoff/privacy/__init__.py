@@ -1,0 +1,1 @@
+"""Privacy oracles: (hyperparameters) -> epsilon at a fixed delta."""
