@@ -10,9 +10,11 @@ configfile: "config/config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/oracles.smk"
 
 
 rule all:
     input:
         data_targets(),
+        random_targets(),
     default_target: True

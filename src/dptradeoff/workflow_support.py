@@ -20,3 +20,12 @@ def rule_context(snakemake):
     except UserError as exc:
         logging.getLogger("dptradeoff").error("%s", exc)
         sys.exit(1)
+
+
+def limit_threads(threads: int) -> None:
+    """Pin BLAS/OpenMP/torch to the job's `threads:` so parallel jobs do not oversubscribe the cores.
+    Call before numpy or torch are imported."""
+    import os
+
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(threads)  # torch reads OMP_NUM_THREADS when it is imported

@@ -10,6 +10,7 @@ from dptradeoff import UserError
 from dptradeoff.config import check as check_config
 from dptradeoff.data.build import SPLIT_OUTPUTS, raw_inputs
 from dptradeoff.data.sources import DATASETS, TWITTER_MEMBER, file_specs
+from dptradeoff.problems import PROBLEMS
 
 try:
     check_config(config, os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
@@ -47,3 +48,35 @@ def raw_file_spec(wildcards):
     if wildcards.filename not in specs:
         raise WorkflowError(f"{wildcards.filename} is not a file of dataset {wildcards.dataset}; its files are {sorted(specs)}.")
     return specs[wildcards.filename]
+
+
+wildcard_constraints:
+    run=r"0|[1-9]\d*",
+    batch=r"0|[1-9]\d*",
+    problem="|".join(PROBLEMS),
+
+
+def problem_settings(problem):
+    return config["problems"].get(problem, {})
+
+
+def problem_repeats(problem):
+    return problem_settings(problem).get("repeats", PROBLEMS[problem].default_repeats)
+
+
+def problem_data(wildcards):
+    dataset = PROBLEMS[wildcards.problem].dataset
+    return data_outputs(dataset) if dataset else []
+
+
+def random_batches():
+    sampling = config["random_sampling"]
+    return -(-sampling["points"] // sampling["points_per_job"])
+
+
+def random_targets():
+    return [
+        f"results/dpareto/{problem}/random/{run}/evaluations.parquet"
+        for problem in config["dpareto"]["problems"]
+        for run in range(config["random_sampling"]["runs"])
+    ]

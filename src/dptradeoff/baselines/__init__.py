@@ -1,0 +1,1 @@
+"""Baselines of DPareto: random sampling (paper 001 Tables 3-4) and grid search."""

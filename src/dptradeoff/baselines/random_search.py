@@ -1,0 +1,46 @@
+"""Random sampling of hyperparameters: paper 001 Tables 3-4 for the DP-SGD problems (each
+distribution truncated to its accept range by rejection, integer-valued where stated), and
+uniform / log-uniform over the domain for parameters without a published distribution."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..problems.registry import Param, Problem, Sampler
+
+
+def _draw_one(s: Sampler, rng: np.random.Generator) -> float:
+    for _ in range(100_000):
+        if s.kind == "uniform_int":
+            v = float(rng.integers(int(s.a), int(s.b) + 1))
+        elif s.kind == "normal_int":
+            v = float(round(rng.normal(s.a, s.b)))
+        elif s.kind == "shifted_exp":
+            v = s.b + rng.exponential(1.0 / s.a)      # a = rate lambda, b = shift
+        else:
+            raise ValueError(f"unknown sampler {s.kind!r}")
+        if s.low <= v <= s.high:
+            return v
+    raise RuntimeError(f"rejection sampling of {s} accepted nothing in 100,000 draws")
+
+
+def _draw_domain(p: Param, rng: np.random.Generator) -> float:
+    if p.integer:
+        return float(rng.integers(int(p.low), int(p.high) + 1))
+    if p.log:
+        return float(np.exp(rng.uniform(np.log(p.low), np.log(p.high))))
+    return float(rng.uniform(p.low, p.high))
+
+
+def sample(problem: Problem, count: int, rng: np.random.Generator) -> pd.DataFrame:
+    """`count` points, one row each, columns in the problem's parameter order."""
+    rows = []
+    for _ in range(count):
+        row = {}
+        for p in problem.domain:
+            s = problem.samplers.get(p.name)
+            row[p.name] = _draw_one(s, rng) if s else _draw_domain(p, rng)
+            if p.integer:
+                row[p.name] = int(row[p.name])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=problem.names)
