@@ -11,10 +11,11 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/oracles.smk"
+include: "workflow/rules/dpareto.smk"
 
 
 rule all:
     input:
         data_targets(),
-        random_targets(),
+        dpareto_targets(),
     default_target: True

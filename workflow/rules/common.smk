@@ -10,7 +10,8 @@ from dptradeoff import UserError
 from dptradeoff.config import check as check_config
 from dptradeoff.data.build import SPLIT_OUTPUTS, raw_inputs
 from dptradeoff.data.sources import DATASETS, TWITTER_MEMBER, file_specs
-from dptradeoff.problems import PROBLEMS
+from dptradeoff.baselines.grid import grid
+from dptradeoff.problems import PROBLEMS, get_problem
 
 try:
     check_config(config, os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
@@ -53,11 +54,18 @@ def raw_file_spec(wildcards):
 wildcard_constraints:
     run=r"0|[1-9]\d*",
     batch=r"0|[1-9]\d*",
+    round=r"0|[1-9]\d*",
+    i=r"0|[1-9]\d*",
+    k=r"[1-9]\d*",
     problem="|".join(PROBLEMS),
 
 
 def problem_settings(problem):
     return config["problems"].get(problem, {})
+
+
+def problem_ranges(problem):
+    return problem_settings(problem).get("ranges", {})
 
 
 def problem_repeats(problem):
@@ -69,14 +77,40 @@ def problem_data(wildcards):
     return data_outputs(dataset) if dataset else []
 
 
-def random_batches():
-    sampling = config["random_sampling"]
-    return -(-sampling["points"] // sampling["points_per_job"])
+def batches(points):
+    return -(-points // config["random_sampling"]["points_per_job"])
 
 
-def random_targets():
+def method_points(problem, method):
+    if method == "random":
+        return config["random_sampling"]["points"]
+    k = int(method[len("grid"):])
+    return len(grid(get_problem(problem, problem_ranges(problem)), k))
+
+
+def initial_batches(wildcards):
+    k0 = config["dpareto"]["initial_points"]
+    return [f"results/dpareto/{wildcards.problem}/random/{wildcards.run}/evals/{b}.parquet" for b in range(batches(k0))]
+
+
+def evaluations_before_round(wildcards):
+    first = int(wildcards.round) * config["dpareto"]["batch_size"]
+    return [f"results/dpareto/{wildcards.problem}/bo/{wildcards.run}/evals/{i}.parquet" for i in range(first)]
+
+
+def dpareto_targets():
+    runs = range(config["dpareto"]["runs"])
+    methods = ["random", "bo"] + [f"grid{k}" for k in config["dpareto"]["grid_points_per_dim"]]
     return [
-        f"results/dpareto/{problem}/random/{run}/evaluations.parquet"
+        f"results/dpareto/{problem}/{method}/{run}/evaluations.parquet"
         for problem in config["dpareto"]["problems"]
-        for run in range(config["random_sampling"]["runs"])
+        for method in methods
+        for run in (runs if not method.startswith("grid") else [0])
     ]
+
+
+if config["random_sampling"]["points"] < config["dpareto"]["initial_points"]:
+    raise WorkflowError(
+        f"random_sampling.points ({config['random_sampling']['points']}) is smaller than dpareto.initial_points "
+        f"({config['dpareto']['initial_points']}); the initial points are the first points of the random run, so raise random_sampling.points."
+    )

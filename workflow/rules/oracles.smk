@@ -1,52 +1,69 @@
-# Oracle evaluations fanned out as Parquet: a random sample of N points per problem and run,
-# evaluated `points_per_job` points per job (see README: interpreter start-up vs work).
+# Oracle evaluations fanned out as Parquet. A method's points (random sample, grid) are written
+# once, then evaluated `points_per_job` points per job (README: interpreter start-up vs work).
 
 
-rule random_sample:
+rule random_points:
     output:
-        "results/dpareto/{problem}/random/{run}/sample.parquet",
+        "results/dpareto/{problem}/random/{run}/points.parquet",
     params:
-        ranges=lambda wildcards: problem_settings(wildcards.problem).get("ranges", {}),
+        ranges=lambda wildcards: problem_ranges(wildcards.problem),
         points=config["random_sampling"]["points"],
         seed=config["seed"],
     log:
-        "logs/dpareto/{problem}/random/{run}/sample.log",
+        "logs/dpareto/{problem}/random/{run}/points.log",
     conda:
         CONDA_ENV
     script:
-        "../scripts/random_sample.py"
+        "../scripts/random_points.py"
 
 
-rule evaluate_random_batch:
+rule grid_points:
+    output:
+        "results/dpareto/{problem}/grid{k}/{run}/points.parquet",
+    params:
+        ranges=lambda wildcards: problem_ranges(wildcards.problem),
+    log:
+        "logs/dpareto/{problem}/grid{k}/{run}/points.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/grid_points.py"
+
+
+rule evaluate_batch:
     input:
-        sample="results/dpareto/{problem}/random/{run}/sample.parquet",
+        points="results/dpareto/{problem}/{method}/{run}/points.parquet",
         data=problem_data,
     output:
-        "results/dpareto/{problem}/random/{run}/evals/{batch}.parquet",
+        "results/dpareto/{problem}/{method}/{run}/evals/{batch}.parquet",
+    wildcard_constraints:
+        method=r"random|grid\d+",
     params:
-        ranges=lambda wildcards: problem_settings(wildcards.problem).get("ranges", {}),
+        ranges=lambda wildcards: problem_ranges(wildcards.problem),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         points_per_job=config["random_sampling"]["points_per_job"],
         seed=config["seed"],
     threads: 1
     log:
-        "logs/dpareto/{problem}/random/{run}/evals/{batch}.log",
+        "logs/dpareto/{problem}/{method}/{run}/evals/{batch}.log",
     conda:
         CONDA_ENV
     script:
         "../scripts/evaluate_batch.py"
 
 
-rule gather_random:
+rule gather_evaluations:
     input:
         lambda wildcards: [
-            f"results/dpareto/{wildcards.problem}/random/{wildcards.run}/evals/{b}.parquet"
-            for b in range(random_batches())
+            f"results/dpareto/{wildcards.problem}/{wildcards.method}/{wildcards.run}/evals/{b}.parquet"
+            for b in range(batches(method_points(wildcards.problem, wildcards.method)))
         ],
     output:
-        "results/dpareto/{problem}/random/{run}/evaluations.parquet",
+        "results/dpareto/{problem}/{method}/{run}/evaluations.parquet",
+    wildcard_constraints:
+        method=r"random|grid\d+",
     log:
-        "logs/dpareto/{problem}/random/{run}/gather.log",
+        "logs/dpareto/{problem}/{method}/{run}/gather.log",
     conda:
         CONDA_ENV
     script:

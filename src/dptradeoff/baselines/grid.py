@@ -1,0 +1,29 @@
+"""Grid search: k points per dimension between each parameter's limits (paper 001 §4: k = 3 and
+4, i.e. 243 and 1,024 points for five hyperparameters). The limits are the random-sampling accept
+ranges (Tables 3-4) where the paper gives them, else the domain; points are spaced on the
+parameter's search scale (log for learning rate, noise and clip) and rounded for integers."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from ..problems.registry import Problem
+
+
+def axis(problem: Problem, name: str, k: int) -> np.ndarray:
+    p = next(p for p in problem.domain if p.name == name)
+    s = problem.samplers.get(name)
+    low, high = (s.low, s.high) if s else (p.low, p.high)
+    values = np.geomspace(low, high, k) if p.log else np.linspace(low, high, k)
+    return np.unique(np.round(values)) if p.integer else values
+
+
+def grid(problem: Problem, k: int) -> pd.DataFrame:
+    axes = [axis(problem, n, k) for n in problem.names]
+    frame = pd.DataFrame(list(itertools.product(*axes)), columns=problem.names)
+    for p in problem.domain:
+        if p.integer:
+            frame[p.name] = frame[p.name].astype(int)
+    return frame

@@ -1,0 +1,1 @@
+"""DPareto: multi-objective Bayesian optimisation of privacy (epsilon) and utility (error)."""

@@ -1,0 +1,11 @@
+from dptradeoff.problems.tables import concat, read_frame, write_frame
+from dptradeoff.io import read_provenance
+from dptradeoff.workflow_support import rule_context
+
+with rule_context(snakemake):
+    # The first k0 evaluations of the random run: shared by random sampling and DPareto (paper 001 §4).
+    frames = [read_frame(p) for p in snakemake.input]
+    import pandas as pd
+
+    initial = pd.concat(frames, ignore_index=True).iloc[: snakemake.params.initial_points]
+    write_frame(initial, snakemake.output[0], {**read_provenance(snakemake.input[0]), "method": "dpareto-initial"})
