@@ -12,10 +12,12 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/oracles.smk"
 include: "workflow/rules/dpareto.smk"
+include: "workflow/rules/illustrations.smk"
 
 
 rule all:
     input:
         data_targets(),
         dpareto_targets(),
+        illustration_targets(),
     default_target: True

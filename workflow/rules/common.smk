@@ -1,6 +1,7 @@
 # Helpers and input functions shared by the rule files.
 import os
 import sys
+import types
 
 # The workflow imports the library from this checkout; rule jobs import the installed package
 # (envs/setup.sh and envs/environment.yaml install this checkout in editable mode).
@@ -100,13 +101,11 @@ def evaluations_before_round(wildcards):
 
 def dpareto_targets():
     runs = range(config["dpareto"]["runs"])
-    methods = ["random", "bo"] + [f"grid{k}" for k in config["dpareto"]["grid_points_per_dim"]]
-    return [
-        f"results/dpareto/{problem}/{method}/{run}/evaluations.parquet"
-        for problem in config["dpareto"]["problems"]
-        for method in methods
-        for run in (runs if not method.startswith("grid") else [0])
-    ]
+    targets = []
+    for problem in config["dpareto"]["problems"]:
+        targets += [f"results/dpareto/{problem}/{method}/{run}/evaluations.parquet" for method in ("random", "bo") for run in runs]
+        targets += [f"results/dpareto/{problem}/grid{k}/0/evaluations.parquet" for k in problem_settings(problem).get("grids", [])]
+    return targets
 
 
 if config["random_sampling"]["points"] < config["dpareto"]["initial_points"]:
@@ -114,3 +113,18 @@ if config["random_sampling"]["points"] < config["dpareto"]["initial_points"]:
         f"random_sampling.points ({config['random_sampling']['points']}) is smaller than dpareto.initial_points "
         f"({config['dpareto']['initial_points']}); the initial points are the first points of the random run, so raise random_sampling.points."
     )
+
+
+ILLUSTRATIONS = {"outpert": "adult-logreg-outpert", "svt": "svt"}
+
+
+wildcard_constraints:
+    example="|".join(ILLUSTRATIONS),
+
+
+def illustration_targets():
+    return [
+        f"results/illustrations/{example}/{name}.parquet"
+        for example in ILLUSTRATIONS
+        for name in ("grid", "random", "surfaces", "next")
+    ]

@@ -1,0 +1,160 @@
+"""DPareto engine: Pareto front, hypervolume, transforms, GP posterior, HVPoI, proposals."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dptradeoff.bo import gp
+from dptradeoff.bo.hvpoi import adaptive_reference, hvpoi
+from dptradeoff.bo.pareto import hypervolume_2d, nondominated_cells, pareto_front, pareto_mask
+from dptradeoff.bo.propose import Settings, propose
+from dptradeoff.bo.transforms import InputScaler, objectives_from_gp, objectives_to_gp
+from dptradeoff.problems.registry import PROBLEMS, Param, Problem
+
+
+def test_pareto_front_matches_brute_force():
+    rng = np.random.default_rng(0)
+    pts = rng.random((300, 2))
+    dominated = [any(np.all(q <= p) and np.any(q < p) for q in pts) for p in pts]
+    assert pareto_mask(pts).tolist() == [not d for d in dominated]
+    front = pareto_front(pts)
+    assert np.all(np.diff(front[:, 0]) > 0) and np.all(np.diff(front[:, 1]) < 0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_hypervolume_matches_moocore(seed):
+    import moocore
+
+    rng = np.random.default_rng(seed)
+    pts = rng.random((50, 2)) * 12
+    ref = np.array([10.0, 1.0]) * (1 + seed)
+    inside = pts[(pts < ref).all(axis=1)]
+    expected = moocore.hypervolume(inside, ref=ref) if len(inside) else 0.0
+    assert hypervolume_2d(pts, ref) == pytest.approx(expected, rel=1e-12)
+
+
+def test_cells_cover_exactly_the_non_dominated_region():
+    front = np.array([[1.0, 3.0], [2.0, 2.0], [3.0, 1.0]])
+    ref = np.array([4.0, 4.0])
+    lower, upper = nondominated_cells(front, ref)
+    rng = np.random.default_rng(1)
+    samples = np.column_stack([rng.uniform(-2, 5, 20000), rng.uniform(-2, 5, 20000)])
+    in_cells = ((samples[:, None, :] >= lower[None]) & (samples[:, None, :] < upper[None])).all(axis=2)
+    assert in_cells.sum(axis=1).max() <= 1  # disjoint
+    dominated = (samples[:, None, :] >= front[None]).all(axis=2).any(axis=1)
+    inside_ref = (samples < ref).all(axis=1)
+    assert np.array_equal(in_cells.any(axis=1), ~dominated & inside_ref)
+
+
+def test_hvpoi_on_a_hand_checkable_case():
+    front = np.array([[1.0, 3.0], [2.0, 2.0], [3.0, 1.0]])
+    ref = np.array([4.0, 4.0])
+    # Nearly certain mean (1.5, 1.5): PoI = 1 and the added area is by hand
+    # [1.5,2]x[1.5,3] + [2,3]x[1.5,2] = 0.75 + 0.5 = 1.25.
+    assert hvpoi(np.array([[1.5, 1.5]]), np.array([[1e-10, 1e-10]]), front, ref)[0] == pytest.approx(1.25)
+    # A dominated mean adds nothing.
+    assert hvpoi(np.array([[2.5, 2.5]]), np.array([[0.3, 0.3]]), front, ref)[0] == 0.0
+    # Uncertain mean: dHV(mean) x PoI, both computed independently.
+    mean, var = np.array([1.8, 1.7]), np.array([0.4, 0.9])
+    dhv = hypervolume_2d(np.vstack([front, mean]), ref) - hypervolume_2d(front, ref)
+    rng = np.random.default_rng(0)
+    draws = mean + np.sqrt(var) * rng.standard_normal((400_000, 2))
+    not_dominated = ~(draws[:, None, :] >= front[None]).all(axis=2).any(axis=1)
+    poi_mc = np.mean(not_dominated & (draws < ref).all(axis=1))
+    value = hvpoi(mean[None], var[None], front, ref)[0]
+    assert value == pytest.approx(dhv * poi_mc, rel=0.01)
+
+
+def test_adaptive_reference_is_gpflowopt_rule():
+    front = np.array([[1.0, 3.0], [2.0, 2.0], [3.0, 1.0]])
+    assert adaptive_reference(front) == pytest.approx([3.0 + 2 * 2 / 3, 3.0 + 2 * 2 / 3])
+
+
+def test_transforms_invert():
+    eps = np.array([1e-3, 0.5, 3.0, 250.0])
+    err = np.array([0.01, 0.2, 0.5, 0.93])
+    back = objectives_from_gp(objectives_to_gp(eps, err))
+    assert back == pytest.approx(np.stack([eps, err], axis=1), rel=1e-12)
+    assert np.isfinite(objectives_to_gp(np.inf, 0.0)).all()  # infinite epsilon, perfect model: clipped
+    problem = PROBLEMS["adult-logreg-sgd"]
+    scaler = InputScaler(problem)
+    pts = np.array([[1, 8, 5e-4, 0.1, 0.1], [64, 512, 5e-2, 16, 4], [7, 100, 0.003, 2.5, 1.1]])
+    unit = scaler.to_unit(pts)
+    assert unit.min() >= 0 and unit.max() <= 1
+    assert scaler.from_unit(unit) == pytest.approx(pts, rel=1e-12)
+
+
+def test_numpy_posterior_equals_gpflow_predictions():
+    gpflow, _ = gp.backend()
+    rng = np.random.default_rng(0)
+    x = rng.random((30, 3))
+    y = np.sin(4 * x[:, 0]) + x[:, 1] ** 2 + 0.05 * rng.standard_normal(30)
+    post = gp.Fitter(3).fit(x, y, noiseless=False, restarts=2, rng=rng)
+    kernel = gpflow.kernels.Matern52(lengthscales=post.lengthscales, variance=post.variance)
+    model = gpflow.models.GPR((x, post.y[:, None]), kernel=kernel,
+                              likelihood=gpflow.likelihoods.Gaussian(variance=post.noise, variance_lower_bound=1e-12))
+    xs = rng.random((40, 3))
+    mean, var = model.predict_f(xs)
+    ours_mean, ours_var = post.predict(xs)
+    assert ours_mean == pytest.approx(post.y_mean + post.y_std * mean.numpy()[:, 0], rel=1e-8, abs=1e-10)
+    assert ours_var == pytest.approx(post.y_std**2 * var.numpy()[:, 0], rel=1e-6, abs=1e-10)
+    # the fit is a real fit: the utility GP learned its noise, the privacy GP is near noiseless
+    assert post.noise > 1e-6
+    assert gp.Fitter(3).fit(x, y, noiseless=True, restarts=1, rng=rng).noise == pytest.approx(gp.NOISELESS_VARIANCE)
+
+
+# A toy problem with a known front: epsilon grows with a, the error falls with a and is
+# smallest at b = 0.3, so the front is {b = 0.3}; random points rarely land there.
+TOY = Problem("toy", None, "toy", "none", domain=(Param("a", 0.0, 1.0), Param("b", 0.0, 1.0)), delta=0.0)
+
+
+def toy_oracle(points: pd.DataFrame) -> pd.DataFrame:
+    a, b = points["a"].to_numpy(), points["b"].to_numpy()
+    out = points.copy()
+    out["epsilon"] = 10 ** (2 * a - 1)
+    out["error"] = np.clip(0.05 + 0.9 * (1 - a) ** 2 * (1 + 12 * (b - 0.3) ** 2) / 2.2, 0, 0.99)
+    return out
+
+
+def _toy_hypervolume(evals):
+    return hypervolume_2d(evals[["epsilon", "error"]].to_numpy(), [10.0, 1.0])
+
+
+def test_bo_beats_random_sampling_on_a_toy_problem():
+    settings = Settings(candidates=1000, gp_restarts=2)
+    bo, rnd = [], []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        initial = toy_oracle(pd.DataFrame(rng.random((8, 2)), columns=["a", "b"]))
+        evals = initial
+        for _ in range(10):
+            evals = pd.concat([evals, toy_oracle(propose(TOY, evals, 1, settings, rng)[["a", "b"]])], ignore_index=True)
+        bo.append(_toy_hypervolume(evals))
+        extra = toy_oracle(pd.DataFrame(rng.random((10, 2)), columns=["a", "b"]))
+        rnd.append(_toy_hypervolume(pd.concat([initial, extra])))
+    assert np.mean(bo) > np.mean(rnd)
+    assert sum(b > r for b, r in zip(bo, rnd)) >= 2
+
+
+def test_same_inputs_same_proposals_and_a_batch_of_distinct_points():
+    rng = np.random.default_rng(0)
+    evals = toy_oracle(pd.DataFrame(rng.random((12, 2)), columns=["a", "b"]))
+    settings = Settings(candidates=500, gp_restarts=2)
+    a = propose(TOY, evals, 4, settings, np.random.default_rng(7))
+    b = propose(TOY, evals, 4, settings, np.random.default_rng(7))
+    assert a.drop(columns=["fit_seconds", "acquisition_seconds"]).equals(b.drop(columns=["fit_seconds", "acquisition_seconds"]))
+    pts = a[["a", "b"]].to_numpy()
+    assert len({tuple(p) for p in pts}) == 4
+    assert not any((np.abs(evals[["a", "b"]].to_numpy() - p).sum(1) < 1e-12).any() for p in pts)
+
+
+def test_integer_hyperparameters_are_rounded_and_never_repeated():
+    problem = PROBLEMS["svt"]
+    rng = np.random.default_rng(0)
+    points = pd.DataFrame({"bound": rng.integers(1, 31, 10), "b": np.exp(rng.uniform(np.log(0.01), np.log(100), 10))})
+    points["epsilon"] = (1 + (2 * points["bound"]) ** (1 / 3)) * (1 + (2 * points["bound"]) ** (2 / 3)) / points["b"]
+    points["error"] = stats.norm.cdf(np.log(points["b"])) * 0.9
+    out = propose(problem, points, 3, Settings(candidates=300, gp_restarts=1), rng)
+    assert out["bound"].dtype.kind == "i" and out["bound"].between(1, 30).all()

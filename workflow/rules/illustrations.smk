@@ -1,0 +1,64 @@
+# The two illustrative examples of paper 000 (§2.2, §3.3): output-perturbation logistic
+# regression on Adult and the sparse vector technique. A fine grid gives the "exact" front;
+# GP means, the HVPoI surface and the next point are computed after k0 random initial points.
+
+
+rule illustration_points:
+    output:
+        "results/illustrations/{example}/{design}_points.parquet",
+    wildcard_constraints:
+        design="grid|random",
+    params:
+        problem=lambda wildcards: ILLUSTRATIONS[wildcards.example],
+        grid=config["illustrations"]["grid"],
+        initial_points=config["illustrations"]["initial_points"],
+        seed=config["seed"],
+    log:
+        "logs/illustrations/{example}/{design}_points.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/illustration_points.py"
+
+
+rule illustration_evaluate:
+    input:
+        points="results/illustrations/{example}/{design}_points.parquet",
+        data=lambda wildcards: problem_data(types.SimpleNamespace(problem=ILLUSTRATIONS[wildcards.example])),
+    output:
+        "results/illustrations/{example}/{design}.parquet",
+    wildcard_constraints:
+        design="grid|random",
+    params:
+        problem=lambda wildcards: ILLUSTRATIONS[wildcards.example],
+        repeats=lambda wildcards: problem_repeats(ILLUSTRATIONS[wildcards.example]),
+        seed=config["seed"],
+    threads: 1
+    log:
+        "logs/illustrations/{example}/{design}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/illustration_evaluate.py"
+
+
+rule illustration_surfaces:
+    input:
+        "results/illustrations/{example}/random.parquet",
+    output:
+        surfaces="results/illustrations/{example}/surfaces.parquet",
+        next_point="results/illustrations/{example}/next.parquet",
+    params:
+        problem=lambda wildcards: ILLUSTRATIONS[wildcards.example],
+        resolution=config["illustrations"]["surface_resolution"],
+        candidates=config["dpareto"]["candidates"],
+        gp_restarts=config["dpareto"]["gp_restarts"],
+        reference=config["dpareto"]["reference"],
+        seed=config["seed"],
+    threads: 1
+    log:
+        "logs/illustrations/{example}/surfaces.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/illustration_surfaces.py"
