@@ -29,3 +29,12 @@ def limit_threads(threads: int) -> None:
 
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(threads)  # torch reads OMP_NUM_THREADS when it is imported
+
+
+def job_seconds() -> float:
+    """Wall seconds since this process started: the whole job, interpreter start-up included."""
+    import time
+
+    import psutil
+
+    return time.time() - psutil.Process().create_time()

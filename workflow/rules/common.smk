@@ -56,6 +56,7 @@ wildcard_constraints:
     run=r"0|[1-9]\d*",
     batch=r"0|[1-9]\d*",
     round=r"0|[1-9]\d*",
+    chain=r"bo|bo-q[1-9]\d*",
     i=r"0|[1-9]\d*",
     k=r"[1-9]\d*",
     problem="|".join(PROBLEMS),
@@ -94,9 +95,14 @@ def initial_batches(wildcards):
     return [f"results/dpareto/{wildcards.problem}/random/{wildcards.run}/evals/{b}.parquet" for b in range(batches(k0))]
 
 
+def chain_batch_size(chain):
+    """q of a DPareto chain: `bo` uses dpareto.batch_size, `bo-q<q>` uses q."""
+    return config["dpareto"]["batch_size"] if chain == "bo" else int(chain[len("bo-q"):])
+
+
 def evaluations_before_round(wildcards):
-    first = int(wildcards.round) * config["dpareto"]["batch_size"]
-    return [f"results/dpareto/{wildcards.problem}/bo/{wildcards.run}/evals/{i}.parquet" for i in range(first)]
+    first = int(wildcards.round) * chain_batch_size(wildcards.chain)
+    return [f"results/dpareto/{wildcards.problem}/{wildcards.chain}/{wildcards.run}/evals/{i}.parquet" for i in range(first)]
 
 
 def dpareto_targets():

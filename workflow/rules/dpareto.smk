@@ -1,18 +1,19 @@
 # The DPareto chain, per problem and run: the first k0 points of the random run are the shared
 # initial points; proposal r is computed from every evaluation before it (not only the last:
 # a single-predecessor chain of 256 overflows Python's recursion limit when the DAG is built),
-# and its q points are evaluated one job each, so a batch runs in parallel.
+# and its q points are evaluated one job each, so a batch runs in parallel. The chain `bo` uses
+# dpareto.batch_size; `bo-q<q>` is the same chain with q points per round (batch comparison).
 
 
 rule bo_initial:
     input:
         initial_batches,
     output:
-        "results/dpareto/{problem}/bo/{run}/initial.parquet",
+        "results/dpareto/{problem}/{chain}/{run}/initial.parquet",
     params:
         initial_points=config["dpareto"]["initial_points"],
     log:
-        "logs/dpareto/{problem}/bo/{run}/initial.log",
+        "logs/dpareto/{problem}/{chain}/{run}/initial.log",
     conda:
         CONDA_ENV
     script:
@@ -21,20 +22,20 @@ rule bo_initial:
 
 rule bo_propose:
     input:
-        initial="results/dpareto/{problem}/bo/{run}/initial.parquet",
+        initial="results/dpareto/{problem}/{chain}/{run}/initial.parquet",
         evals=evaluations_before_round,
     output:
-        "results/dpareto/{problem}/bo/{run}/proposals/{round}.parquet",
+        "results/dpareto/{problem}/{chain}/{run}/proposals/{round}.parquet",
     params:
         ranges=lambda wildcards: problem_ranges(wildcards.problem),
-        batch_size=config["dpareto"]["batch_size"],
+        batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
         candidates=config["dpareto"]["candidates"],
         gp_restarts=config["dpareto"]["gp_restarts"],
         reference=config["dpareto"]["reference"],
         seed=config["seed"],
     threads: 1
     log:
-        "logs/dpareto/{problem}/bo/{run}/proposals/{round}.log",
+        "logs/dpareto/{problem}/{chain}/{run}/proposals/{round}.log",
     conda:
         CONDA_ENV
     script:
@@ -43,20 +44,20 @@ rule bo_propose:
 
 rule bo_evaluate:
     input:
-        proposal=lambda wildcards: f"results/dpareto/{wildcards.problem}/bo/{wildcards.run}/proposals/"
-        f"{int(wildcards.i) // config['dpareto']['batch_size']}.parquet",
+        proposal=lambda wildcards: f"results/dpareto/{wildcards.problem}/{wildcards.chain}/{wildcards.run}/proposals/"
+        f"{int(wildcards.i) // chain_batch_size(wildcards.chain)}.parquet",
         data=problem_data,
     output:
-        "results/dpareto/{problem}/bo/{run}/evals/{i}.parquet",
+        "results/dpareto/{problem}/{chain}/{run}/evals/{i}.parquet",
     params:
         ranges=lambda wildcards: problem_ranges(wildcards.problem),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
-        batch_size=config["dpareto"]["batch_size"],
+        batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
         initial_points=config["dpareto"]["initial_points"],
         seed=config["seed"],
     threads: 1
     log:
-        "logs/dpareto/{problem}/bo/{run}/evals/{i}.log",
+        "logs/dpareto/{problem}/{chain}/{run}/evals/{i}.log",
     conda:
         CONDA_ENV
     script:
@@ -65,15 +66,15 @@ rule bo_evaluate:
 
 rule bo_gather:
     input:
-        initial="results/dpareto/{problem}/bo/{run}/initial.parquet",
+        initial="results/dpareto/{problem}/{chain}/{run}/initial.parquet",
         evals=lambda wildcards: [
-            f"results/dpareto/{wildcards.problem}/bo/{wildcards.run}/evals/{i}.parquet"
+            f"results/dpareto/{wildcards.problem}/{wildcards.chain}/{wildcards.run}/evals/{i}.parquet"
             for i in range(config["dpareto"]["iterations"])
         ],
     output:
-        "results/dpareto/{problem}/bo/{run}/evaluations.parquet",
+        "results/dpareto/{problem}/{chain}/{run}/evaluations.parquet",
     log:
-        "logs/dpareto/{problem}/bo/{run}/gather.log",
+        "logs/dpareto/{problem}/{chain}/{run}/gather.log",
     conda:
         CONDA_ENV
     script:

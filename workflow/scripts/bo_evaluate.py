@@ -1,4 +1,4 @@
-from dptradeoff.workflow_support import limit_threads, rule_context
+from dptradeoff.workflow_support import job_seconds, limit_threads, rule_context
 
 limit_threads(snakemake.threads)
 
@@ -15,6 +15,7 @@ with rule_context(snakemake):
     data = load_data(problem)
     rows = evaluate(problem, point, data, p.repeats, p.seed, "dpareto", int(w.run), p.initial_points + i)
     rows["round"] = int(proposal["round"].iloc[0])
-    write_frame(rows, snakemake.output[0], {"problem": w.problem, "method": "dpareto", "run": int(w.run),
+    rows["job_seconds"] = job_seconds()
+    write_frame(rows, snakemake.output[0], {"problem": w.problem, "method": "dpareto", "run": int(w.run), "chain": w.chain,
                                             "repeats": p.repeats, "ranges": p.ranges,
                                             "source_label": data.source_label if data else "svt: simulated queries"})

@@ -1,4 +1,4 @@
-from dptradeoff.workflow_support import limit_threads, rule_context
+from dptradeoff.workflow_support import job_seconds, limit_threads, rule_context
 
 limit_threads(snakemake.threads)
 
@@ -16,5 +16,6 @@ with rule_context(snakemake):
     settings = Settings(candidates=p.candidates, gp_restarts=p.gp_restarts, reference=p.reference)
     proposal = propose(problem, evals, p.batch_size, settings, rng(p.seed, w.problem, "dpareto", w.run, w.round))
     proposal.insert(0, "round", int(w.round))
+    proposal["job_seconds"] = job_seconds()  # the whole job so far, interpreter start-up included
     write_frame(proposal, snakemake.output[0], {"problem": w.problem, "method": "dpareto", "run": int(w.run),
                                                 "round": int(w.round), "observed": len(evals), "settings": settings.__dict__})
