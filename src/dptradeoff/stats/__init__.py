@@ -1,0 +1,1 @@
+"""Statistics built from evaluation Parquet files: hypervolume curves, t-tests, overheads."""
