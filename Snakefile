@@ -13,6 +13,8 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/oracles.smk"
 include: "workflow/rules/dpareto.smk"
 include: "workflow/rules/illustrations.smk"
+include: "workflow/rules/stats.smk"
+include: "workflow/rules/figures.smk"
 
 
 rule all:
@@ -20,4 +22,6 @@ rule all:
         data_targets(),
         dpareto_targets(),
         illustration_targets(),
+        FIGURES,
+        TABLES,
     default_target: True

@@ -86,6 +86,8 @@ def batches(points):
 def method_points(problem, method):
     if method == "random":
         return config["random_sampling"]["points"]
+    if method == "comparison":
+        return config["statistics"]["comparison_parts"] * comparison_part_size()
     k = int(method[len("grid"):])
     return len(grid(get_problem(problem, problem_ranges(problem)), k))
 
@@ -134,3 +136,42 @@ def illustration_targets():
         for example in ILLUSTRATIONS
         for name in ("grid", "random", "surfaces", "next")
     ]
+
+
+def comparison_part_size():
+    """Table 2's random parts have DPareto's evaluation budget, k0 + k points."""
+    return config["dpareto"]["initial_points"] + config["dpareto"]["iterations"]
+
+
+def config_label():
+    files = ", ".join(str(f) for f in workflow.configfiles) or "config/config.yaml"
+    return f"{files} (seed {config['seed']})"
+
+
+def table2_problems():
+    return [p for p in config["dpareto"]["problems"] if p.startswith("adult-")]
+
+
+def bo_rounds(chain):
+    return -(-config["dpareto"]["iterations"] // chain_batch_size(chain))
+
+
+def chain_files(problem, chain="bo", run=0):
+    base = f"results/dpareto/{problem}/{chain}/{run}"
+    return {
+        "initial": f"{base}/initial.parquet",
+        "proposals": [f"{base}/proposals/{r}.parquet" for r in range(bo_rounds(chain))],
+        "evaluations": f"{base}/evaluations.parquet",
+    }
+
+
+FIGURES = [f"figures/fig{i}.pdf" for i in range(1, 9)] + ["figures/batch_vs_sequential.pdf"]
+TABLES = [f"tables/{name}.{ext}" for name in ("table2", "overhead", "batch_vs_sequential") for ext in ("csv", "md")]
+
+
+FIGURE_EXAMPLE = {"1": "outpert", "2": "svt", "3": "outpert", "4": "svt"}
+EXAMPLE_NAMES = {"outpert": "Output-perturbation logistic regression (adult)", "svt": "Sparse vector technique"}
+
+
+def batch_chain():
+    return f"bo-q{config['statistics']['batch_comparison']['batch_size']}"

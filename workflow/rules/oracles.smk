@@ -4,13 +4,15 @@
 
 rule random_points:
     output:
-        "results/dpareto/{problem}/random/{run}/points.parquet",
+        "results/dpareto/{problem}/{method}/{run}/points.parquet",
+    wildcard_constraints:
+        method="random|comparison",
     params:
         ranges=lambda wildcards: problem_ranges(wildcards.problem),
-        points=config["random_sampling"]["points"],
+        points=lambda wildcards: method_points(wildcards.problem, wildcards.method),
         seed=config["seed"],
     log:
-        "logs/dpareto/{problem}/random/{run}/points.log",
+        "logs/dpareto/{problem}/{method}/{run}/points.log",
     conda:
         CONDA_ENV
     script:
@@ -37,7 +39,7 @@ rule evaluate_batch:
     output:
         "results/dpareto/{problem}/{method}/{run}/evals/{batch}.parquet",
     wildcard_constraints:
-        method=r"random|grid\d+",
+        method=r"random|comparison|grid\d+",
     params:
         ranges=lambda wildcards: problem_ranges(wildcards.problem),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
@@ -61,7 +63,7 @@ rule gather_evaluations:
     output:
         "results/dpareto/{problem}/{method}/{run}/evaluations.parquet",
     wildcard_constraints:
-        method=r"random|grid\d+",
+        method=r"random|comparison|grid\d+",
     log:
         "logs/dpareto/{problem}/{method}/{run}/gather.log",
     conda:

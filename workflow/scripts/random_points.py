@@ -7,6 +7,6 @@ from dptradeoff.workflow_support import rule_context
 with rule_context(snakemake):
     w = snakemake.wildcards
     problem = get_problem(w.problem, snakemake.params.ranges)
-    points = sample(problem, snakemake.params.points, rng(snakemake.params.seed, w.problem, "random", w.run, "sample"))
-    write_frame(points, snakemake.output[0], {"problem": w.problem, "method": "random", "run": int(w.run),
+    points = sample(problem, snakemake.params.points, rng(snakemake.params.seed, w.problem, w.method, w.run, "sample"))
+    write_frame(points, snakemake.output[0], {"problem": w.problem, "method": w.method, "run": int(w.run),
                                               "ranges": snakemake.params.ranges, "seed": snakemake.params.seed})

@@ -1,0 +1,1 @@
+"""Figures, built only from Parquet files."""

@@ -1,0 +1,126 @@
+"""Figs 5-8 of paper 001 and the batch-vs-sequential figure, from evaluation Parquet files."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..stats.hypervolume import curve, objectives
+from .common import front_line, save
+
+NAMES = {"adult-logreg-sgd": "LogReg+SGD", "adult-logreg-adam": "LogReg+Adam", "adult-svm-sgd": "SVM+SGD",
+         "mnist-mlp1-sgd": "MLP1", "mnist-mlp2-sgd": "MLP2"}
+
+
+def _sources(*frames) -> list[str]:
+    return [s for f in frames for s in f["source_label"].tolist()]
+
+
+def _eps_axis(ax, ylabel="classification error"):
+    ax.set_xscale("log")
+    ax.set_xlabel("ε")
+    ax.set_ylabel(ylabel)
+
+
+def fig5(bo: dict[str, pd.DataFrame], random: dict[str, pd.DataFrame], comparison: pd.DataFrame | None,
+         k0: int, out: str, config: str) -> None:
+    """Hypervolume vs evaluations (DPareto vs random) per dataset; MLP2 fronts; adult DPareto vs a larger random set."""
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    for ax, dataset in zip(axes[0], ("adult", "mnist")):
+        for i, problem in enumerate(p for p in bo if p.startswith(dataset)):
+            ax.plot(np.arange(1, len(bo[problem]) + 1), curve(bo[problem]), color=f"C{i}", label=f"{NAMES.get(problem, problem)} DPareto")
+            ax.plot(np.arange(1, len(random[problem]) + 1), curve(random[problem]), color=f"C{i}", ls="--", label=f"{NAMES.get(problem, problem)} random")
+        ax.axvline(k0, color="0.5", lw=0.8, ls=":")
+        ax.set_xlabel("evaluations")
+        ax.set_ylabel("hypervolume (anti-ideal ε 10, error 1)")
+        ax.set_title(f"{dataset}: hypervolume of the Pareto front")
+        ax.legend(fontsize=6)
+    ax = axes[1, 0]
+    mlp2 = "mnist-mlp2-sgd"
+    if mlp2 in bo:
+        shared = bo[mlp2].iloc[:k0]
+        for frame, color, label in ((bo[mlp2].iloc[k0:], "C0", "DPareto"), (random[mlp2].iloc[k0:], "C1", "random")):
+            pts = objectives(frame)
+            ax.scatter(pts[:, 0], pts[:, 1], s=10, color=color, alpha=0.6, label=f"{label} points")
+            front_line(ax, objectives(pd.concat([shared, frame])), color=color, lw=2, label=f"{label} front")
+        init = objectives(shared)
+        ax.scatter(init[:, 0], init[:, 1], s=18, marker="x", color="k", label="shared initial points")
+        _eps_axis(ax)
+        ax.legend(fontsize=6)
+        ax.set_title("mnist MLP2: Pareto fronts")
+    ax = axes[1, 1]
+    adult = "adult-logreg-sgd"
+    if comparison is not None and adult in bo:
+        pts = objectives(comparison)
+        ax.scatter(pts[:, 0], pts[:, 1], s=5, color="C1", alpha=0.35, label=f"random ({len(comparison)} points)")
+        front_line(ax, pts, color="C1", lw=2, label="random front")
+        pts = objectives(bo[adult])
+        ax.scatter(pts[:, 0], pts[:, 1], s=10, color="C0", label=f"DPareto ({len(bo[adult])} points)")
+        front_line(ax, pts, color="C0", lw=2, label="DPareto front")
+        _eps_axis(ax)
+        ax.legend(fontsize=6)
+        ax.set_title("adult LogReg+SGD: DPareto vs a larger random sample")
+    caption = "Fig. 5: hypervolume vs evaluations for DPareto and random sampling; MLP2 fronts; adult DPareto points vs a larger random sample."
+    fig.suptitle(caption, fontsize=9)
+    save(fig, out, caption, _sources(*bo.values(), *random.values()), config)
+
+
+def fig6(bo: pd.DataFrame, grids: dict[int, pd.DataFrame], out: str, config: str) -> None:
+    """Grid search vs DPareto on adult LogReg+SGD."""
+    fig, axes = plt.subplots(1, len(grids), figsize=(5.5 * len(grids), 4.5), squeeze=False)
+    for ax, (k, grid) in zip(axes[0], sorted(grids.items())):
+        pts = objectives(grid)
+        ax.scatter(pts[:, 0], pts[:, 1], s=6, color="C2", alpha=0.4, label=f"grid, {k} per dimension ({len(grid)} points)")
+        front_line(ax, pts, color="C2", lw=2, label="grid front")
+        pts = objectives(bo)
+        ax.scatter(pts[:, 0], pts[:, 1], s=10, color="C0", label=f"DPareto ({len(bo)} points)")
+        front_line(ax, pts, color="C0", lw=2, label="DPareto front")
+        _eps_axis(ax)
+        ax.legend(fontsize=7)
+    caption = "Fig. 6: grid search vs DPareto on adult LogReg+SGD."
+    fig.suptitle(caption, fontsize=9)
+    save(fig, out, caption, _sources(bo, *grids.values()), config)
+
+
+def fig7(evals: dict[str, pd.DataFrame], out: str, config: str) -> None:
+    """Pareto fronts from the best, mean and worst replication utilities."""
+    fig, axes = plt.subplots(1, len(evals), figsize=(5.5 * len(evals), 4.5), squeeze=False)
+    for ax, (problem, frame) in zip(axes[0], evals.items()):
+        for column, color, label in (("utility_max", "C2", "best replication"), ("utility", "C0", "mean"),
+                                     ("utility_min", "C3", "worst replication")):
+            front_line(ax, objectives(frame, column), color=color, lw=2, label=label)
+        _eps_axis(ax)
+        ax.set_title(f"{NAMES.get(problem, problem)} (R = {int(frame['repeats'].iloc[0])})")
+        ax.legend(fontsize=7)
+    caption = "Fig. 7: Pareto fronts of the best, mean and worst of the R replication utilities (DPareto and random evaluations)."
+    fig.suptitle(caption, fontsize=9)
+    save(fig, out, caption, _sources(*evals.values()), config)
+
+
+def fig8(evals: dict[str, pd.DataFrame], out: str, config: str) -> None:
+    """Fronts across model/optimizer (adult) and across architectures (mnist)."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for ax, dataset in zip(axes, ("adult", "mnist")):
+        for i, (problem, frame) in enumerate((p, f) for p, f in evals.items() if p.startswith(dataset)):
+            front_line(ax, objectives(frame), color=f"C{i}", lw=2, label=NAMES.get(problem, problem))
+        _eps_axis(ax)
+        ax.set_title(f"{dataset}: Pareto fronts")
+        ax.legend(fontsize=7)
+    caption = "Fig. 8: Pareto fronts across models and optimizers (adult) and architectures (mnist), DPareto and random evaluations together."
+    fig.suptitle(caption, fontsize=9)
+    save(fig, out, caption, _sources(*evals.values()), config)
+
+
+def batch_figure(table: pd.DataFrame, out: str, sources: list[str], config: str) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for q, rows in table.groupby("batch_size"):
+        axes[0].plot(rows["evaluations"], rows["hypervolume"], marker="o", ms=3, label=f"q = {q}")
+        axes[1].plot(rows["wall_seconds"], rows["hypervolume"], marker="o", ms=3, label=f"q = {q}")
+    axes[0].set_xlabel("evaluations")
+    axes[1].set_xlabel("wall-clock seconds with q parallel workers (measured job times)")
+    for ax in axes:
+        ax.set_ylabel("hypervolume")
+        ax.legend()
+    caption = "Batch vs sequential DPareto: hypervolume at equal evaluation counts and against wall-clock time."
+    fig.suptitle(caption, fontsize=9)
+    save(fig, out, caption, sources, config)

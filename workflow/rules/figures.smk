@@ -1,0 +1,95 @@
+# Figures 1-8 (PDF), each built only from the Parquet files it needs.
+
+
+rule fig_oracles:
+    input:
+        lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/grid.parquet",
+    output:
+        report("figures/fig{n}.pdf", caption="../report/fig{n}.rst", category="Figures"),
+    wildcard_constraints:
+        n="1|2",
+    params:
+        name=lambda wildcards: EXAMPLE_NAMES[FIGURE_EXAMPLE[wildcards.n]],
+        config_label=config_label(),
+    log:
+        "logs/figures/fig{n}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/fig_oracles.py"
+
+
+rule fig_surfaces:
+    input:
+        random=lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/random.parquet",
+        surfaces=lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/surfaces.parquet",
+        next_point=lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/next.parquet",
+        grid=lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/grid.parquet",
+    output:
+        report("figures/fig{n}.pdf", caption="../report/fig{n}.rst", category="Figures"),
+    wildcard_constraints:
+        n="3|4",
+    params:
+        name=lambda wildcards: EXAMPLE_NAMES[FIGURE_EXAMPLE[wildcards.n]],
+        config_label=config_label(),
+    log:
+        "logs/figures/fig{n}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/fig_surfaces.py"
+
+
+rule fig5:
+    input:
+        bo=[f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in config["dpareto"]["problems"]],
+        random=[f"results/dpareto/{p}/random/0/evaluations.parquet" for p in config["dpareto"]["problems"]],
+        comparison=[f"results/dpareto/{p}/comparison/0/evaluations.parquet" for p in table2_problems()[:1]],
+    output:
+        report("figures/fig5.pdf", caption="../report/fig5.rst", category="Figures"),
+    params:
+        problems=config["dpareto"]["problems"],
+        initial_points=config["dpareto"]["initial_points"],
+        config_label=config_label(),
+    log:
+        "logs/figures/fig5.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/fig5.py"
+
+
+rule fig6:
+    input:
+        bo="results/dpareto/adult-logreg-sgd/bo/0/evaluations.parquet",
+        grids=lambda wildcards: [f"results/dpareto/adult-logreg-sgd/grid{k}/0/evaluations.parquet" for k in problem_settings("adult-logreg-sgd").get("grids", [])],
+    output:
+        report("figures/fig6.pdf", caption="../report/fig6.rst", category="Figures"),
+    params:
+        grids=problem_settings("adult-logreg-sgd").get("grids", []),
+        config_label=config_label(),
+    log:
+        "logs/figures/fig6.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/fig6.py"
+
+
+rule fig_fronts:
+    input:
+        bo=[f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in config["dpareto"]["problems"]],
+        random=[f"results/dpareto/{p}/random/0/evaluations.parquet" for p in config["dpareto"]["problems"]],
+    output:
+        report("figures/fig{n}.pdf", caption="../report/fig{n}.rst", category="Figures"),
+    wildcard_constraints:
+        n="7|8",
+    params:
+        problems=config["dpareto"]["problems"],
+        config_label=config_label(),
+    log:
+        "logs/figures/fig{n}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/fig_fronts.py"

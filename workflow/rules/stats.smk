@@ -1,0 +1,62 @@
+# Statistics from the evaluation Parquet files: Table 2 (t-tests), BO overhead, batch vs sequential.
+
+
+rule table2:
+    input:
+        bo=lambda wildcards: [f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in table2_problems()],
+        comparison=lambda wildcards: [f"results/dpareto/{p}/comparison/0/evaluations.parquet" for p in table2_problems()],
+    output:
+        csv=report("tables/table2.csv", caption="../report/table2.rst", category="Tables"),
+        md="tables/table2.md",
+    params:
+        problems=table2_problems(),
+        parts=config["statistics"]["comparison_parts"],
+        part_size=comparison_part_size(),
+        config_label=config_label(),
+    log:
+        "logs/stats/table2.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/table2.py"
+
+
+rule overhead_table:
+    input:
+        proposals=lambda wildcards: [f for p in config["dpareto"]["problems"] for f in chain_files(p)["proposals"]],
+        evaluations=lambda wildcards: [chain_files(p)["evaluations"] for p in config["dpareto"]["problems"]],
+    output:
+        csv=report("tables/overhead.csv", caption="../report/overhead.rst", category="Tables"),
+        md="tables/overhead.md",
+    params:
+        problems=config["dpareto"]["problems"],
+        rounds=bo_rounds("bo"),
+        config_label=config_label(),
+    log:
+        "logs/stats/overhead.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/overhead_table.py"
+
+
+rule batch_vs_sequential:
+    input:
+        sequential=lambda wildcards: [chain_files(config["statistics"]["batch_comparison"]["problem"], "bo")[k] for k in ("initial", "evaluations")]
+        + chain_files(config["statistics"]["batch_comparison"]["problem"], "bo")["proposals"],
+        batch=lambda wildcards: [chain_files(config["statistics"]["batch_comparison"]["problem"], batch_chain())[k] for k in ("initial", "evaluations")]
+        + chain_files(config["statistics"]["batch_comparison"]["problem"], batch_chain())["proposals"],
+    output:
+        csv=report("tables/batch_vs_sequential.csv", caption="../report/batch.rst", category="Tables"),
+        md="tables/batch_vs_sequential.md",
+        figure=report("figures/batch_vs_sequential.pdf", caption="../report/batch.rst", category="Figures"),
+    params:
+        sequential_q=chain_batch_size("bo"),
+        batch_q=config["statistics"]["batch_comparison"]["batch_size"],
+        config_label=config_label(),
+    log:
+        "logs/stats/batch_vs_sequential.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/batch_vs_sequential.py"
