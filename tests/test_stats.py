@@ -1,0 +1,60 @@
+"""Statistics with known answers."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dptradeoff.stats.hypervolume import curve, hypervolume
+from dptradeoff.stats.overhead import batch_rows, equal_count_table
+from dptradeoff.stats.ttest import compare, table2
+
+
+def test_ttest_row_known_answer():
+    # differences 0.1 .. 0.5: mean 0.3, sd 0.158114, t = 0.3 / (0.158114 / sqrt 5) = 4.242641,
+    # two-sided p (4 df) = 0.013236, 95% CI half-width t_0.975,4 * sem = 2.776445 * 0.070711 = 0.196324
+    row = compare(1.0, [0.9, 0.8, 0.7, 0.6, 0.5])
+    assert row["mean_difference"] == pytest.approx(0.3)
+    assert row["t_statistic"] == pytest.approx(4.242641, rel=1e-6)
+    assert row["p_value"] == pytest.approx(0.013236, rel=1e-4)
+    assert row["ci_low"] == pytest.approx(0.3 - 0.196324, rel=1e-5)
+    assert row["ci_high"] == pytest.approx(0.3 + 0.196324, rel=1e-5)
+    assert row["significance"] == "*"
+
+
+def _evals(points, method="random"):
+    eps, err = np.asarray(points, dtype=float).T
+    return pd.DataFrame({"index": np.arange(len(eps)), "epsilon": eps, "utility": 1 - err, "method": method})
+
+
+def test_table2_on_synthetic_evaluations_with_known_hypervolumes():
+    # One point per part: hypervolume (10 - eps)(1 - err) with anti-ideal (10, 1).
+    dpareto = _evals([[1.0, 0.2]])                        # 9 * 0.8 = 7.2
+    random = _evals([[2.0, 0.2], [1.0, 0.5], [5.0, 0.0], [9.0, 0.9]])  # 6.4, 4.5, 5.0, 0.1
+    table = table2({"adult-logreg-sgd": (dpareto, random)}, part_size=1, parts=4)
+    row = table.iloc[0]
+    d = 7.2 - np.array([6.4, 4.5, 5.0, 0.1])
+    assert row["dpareto_hypervolume"] == pytest.approx(7.2)
+    assert row["mean_difference"] == pytest.approx(d.mean())
+    assert row["t_statistic"] == pytest.approx(d.mean() / (d.std(ddof=1) / 2))
+    with pytest.raises(ValueError, match="cannot make"):
+        table2({"x": (dpareto, random)}, part_size=2, parts=4)
+
+
+def test_hypervolume_curve_is_monotone_and_ends_at_the_total():
+    rng = np.random.default_rng(0)
+    evals = _evals(np.column_stack([rng.uniform(0.01, 12, 40), rng.uniform(0, 1, 40)]))
+    c = curve(evals)
+    assert np.all(np.diff(c) >= 0) and c[-1] == pytest.approx(hypervolume(evals))
+
+
+def test_batch_wall_clock_is_proposal_plus_slowest_evaluation_per_round():
+    initial = _evals([[5.0, 0.5]]).assign(round=-1)
+    evals = _evals([[1.0, 0.4], [2.0, 0.3], [0.5, 0.6], [3.0, 0.1]], "dpareto").assign(
+        index=[1, 2, 3, 4], round=[0, 0, 1, 1], job_seconds=[3.0, 5.0, 4.0, 2.0])
+    proposals = pd.DataFrame({"round": [0, 1], "job_seconds": [10.0, 11.0]})
+    rows = batch_rows(2, initial, proposals, evals)
+    assert rows["wall_seconds"].tolist() == [15.0, 30.0]
+    assert rows["evaluations"].tolist() == [3, 5]
+    both = pd.concat([rows, rows.assign(batch_size=1)])
+    assert sorted(equal_count_table(both)["evaluations"].unique()) == [3, 5]
