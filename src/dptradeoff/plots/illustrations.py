@@ -18,13 +18,18 @@ def _plane(ax, frame: pd.DataFrame, x: str, y: str, value: np.ndarray, title: st
     norm = LogNorm(vmin=max(np.nanmin(grid.values), 1e-6), vmax=np.nanmax(grid.values)) if log_color else None
     mesh = ax.pcolormesh(grid.columns.to_numpy(), grid.index.to_numpy(), grid.values, shading="nearest", cmap=cmap, norm=norm)
     plt.colorbar(mesh, ax=ax)
-    problem = get_problem(frame["problem"].iloc[0])
+    _hyperparameter_axes(ax, frame["problem"].iloc[0], x, y)
+    ax.set_title(title)
+
+
+def _hyperparameter_axes(ax, problem_name: str, x: str, y: str) -> None:
+    """Label the two hyperparameter axes, log-scaled where the parameter is searched on a log scale."""
+    problem = get_problem(problem_name)
     for name, setter in ((x, ax.set_xscale), (y, ax.set_yscale)):
         if next(p for p in problem.domain if p.name == name).log:
             setter("log")
     ax.set_xlabel(LABELS.get(x, x))
     ax.set_ylabel(LABELS.get(y, y))
-    ax.set_title(title)
 
 
 def oracles_figure(grid: pd.DataFrame, out: str, name: str, config: str) -> None:
@@ -48,12 +53,7 @@ def oracles_figure(grid: pd.DataFrame, out: str, name: str, config: str) -> None
     ax.scatter(grid[x], grid[y], s=4, color="0.8")
     sc = ax.scatter(grid[x][on_front], grid[y][on_front], c=np.log10(pts[on_front, 0]), cmap="viridis", s=18)
     plt.colorbar(sc, ax=ax, label="log10 ε on the front")
-    problem = get_problem(grid["problem"].iloc[0])
-    for pname, setter in ((x, ax.set_xscale), (y, ax.set_yscale)):
-        if next(p for p in problem.domain if p.name == pname).log:
-            setter("log")
-    ax.set_xlabel(LABELS.get(x, x))
-    ax.set_ylabel(LABELS.get(y, y))
+    _hyperparameter_axes(ax, grid["problem"].iloc[0], x, y)
     ax.set_title("hyperparameters of the front")
     caption = (f"{name}: privacy and utility oracles over a {len(grid)}-point grid, the exact Pareto front and "
                f"its inputs (R = {len(grid['utility_runs'].iloc[0])} replications per point).")
