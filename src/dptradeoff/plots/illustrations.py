@@ -15,9 +15,16 @@ LABELS = {"gamma": "regularisation γ", "sigma": "noise σ", "bound": "answer bo
 
 def _plane(ax, frame: pd.DataFrame, x: str, y: str, value: np.ndarray, title: str, log_color: bool, cmap: str):
     grid = pd.DataFrame({x: frame[x], y: frame[y], "v": value}).pivot_table(index=y, columns=x, values="v")
-    norm = LogNorm(vmin=max(np.nanmin(grid.values), 1e-6), vmax=np.nanmax(grid.values)) if log_color else None
+    values = grid.values
+    positive = values[values > 0]
+    # log colours span at most 8 decades below the maximum (HVPoI is 0 over most of the plane)
+    floor = max(positive.min() if positive.size else 1e-12, np.nanmax(values) * 1e-8)
+    norm = LogNorm(vmin=floor, vmax=np.nanmax(values)) if log_color else None
+    if log_color:
+        grid = grid.clip(lower=floor)
     mesh = ax.pcolormesh(grid.columns.to_numpy(), grid.index.to_numpy(), grid.values, shading="nearest", cmap=cmap, norm=norm)
     plt.colorbar(mesh, ax=ax)
+    ax.grid(False)
     _hyperparameter_axes(ax, frame["problem"].iloc[0], x, y)
     ax.set_title(title)
 
@@ -86,7 +93,7 @@ def surfaces_figure(random: pd.DataFrame, surfaces: pd.DataFrame, next_point: pd
     ax.set_ylabel(f"1 − {utility}")
     ax.legend()
     ax.set_title("empirical vs exact Pareto front")
-    _plane(axes[1, 1], surfaces.assign(problem=problem.name), x, y, surfaces["hvpoi"].to_numpy(), "HVPoI", False, "cividis")
+    _plane(axes[1, 1], surfaces.assign(problem=problem.name), x, y, surfaces["hvpoi"].to_numpy(), "HVPoI (log colour)", True, "cividis")
     axes[1, 1].scatter(next_point[x], next_point[y], marker="*", s=250, color="red", edgecolor="k", label="next point")
     axes[1, 1].legend(loc="upper right")
     caption = f"{name}: GP means after {len(random)} random points, empirical vs exact front, and the HVPoI surface with the next point."
