@@ -5,7 +5,7 @@ rule fig_oracles:
     input:
         lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/grid.parquet",
     output:
-        report("figures/fig{n}.pdf", caption="../report/fig{n}.rst", category="Figures"),
+        report("figures/fig{n}.pdf", caption="../report/fig_oracles.rst", category="Figures"),
     wildcard_constraints:
         n="1|2",
     params:
@@ -26,7 +26,7 @@ rule fig_surfaces:
         next_point=lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/next.parquet",
         grid=lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/grid.parquet",
     output:
-        report("figures/fig{n}.pdf", caption="../report/fig{n}.rst", category="Figures"),
+        report("figures/fig{n}.pdf", caption="../report/fig_surfaces.rst", category="Figures"),
     wildcard_constraints:
         n="3|4",
     params:
@@ -81,7 +81,7 @@ rule fig_fronts:
         bo=[f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in config["dpareto"]["problems"]],
         random=[f"results/dpareto/{p}/random/0/evaluations.parquet" for p in config["dpareto"]["problems"]],
     output:
-        report("figures/fig{n}.pdf", caption="../report/fig{n}.rst", category="Figures"),
+        report("figures/fig{n}.pdf", caption="../report/fig_fronts.rst", category="Figures"),
     wildcard_constraints:
         n="7|8",
     params:

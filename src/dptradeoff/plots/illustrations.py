@@ -22,7 +22,8 @@ def _plane(ax, frame: pd.DataFrame, x: str, y: str, value: np.ndarray, title: st
     norm = LogNorm(vmin=floor, vmax=np.nanmax(values)) if log_color else None
     if log_color:
         grid = grid.clip(lower=floor)
-    mesh = ax.pcolormesh(grid.columns.to_numpy(), grid.index.to_numpy(), grid.values, shading="nearest", cmap=cmap, norm=norm)
+    mesh = ax.pcolormesh(grid.columns.to_numpy(), grid.index.to_numpy(), grid.values, shading="nearest", cmap=cmap,
+                         norm=norm, linewidth=0, antialiased=False, rasterized=True)
     plt.colorbar(mesh, ax=ax)
     ax.grid(False)
     _hyperparameter_axes(ax, frame["problem"].iloc[0], x, y)
