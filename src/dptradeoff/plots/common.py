@@ -29,8 +29,9 @@ def provenance_text(sources: list[str], config: str) -> str:
 
 
 def save(fig, path: str, caption: str, sources: list[str], config: str) -> None:
-    """Write the figure as PDF atomically, with the data sources and config in a footer and in the
-    PDF metadata (Subject: caption and provenance)."""
+    """Write the figure as PDF atomically, the caption as its title, the data sources and config in a
+    footer and in the PDF metadata (Subject: caption and provenance)."""
+    fig.suptitle(caption, fontsize=9)
     text = provenance_text(sources, config)
     fig.tight_layout(rect=(0, 0.03, 1, 0.95))  # room for the suptitle and the footer
     fig.text(0.01, 0.005, text, fontsize=6, color="0.35", ha="left", va="bottom", wrap=True)

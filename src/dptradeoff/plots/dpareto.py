@@ -61,7 +61,6 @@ def fig5(bo: dict[str, pd.DataFrame], random: dict[str, pd.DataFrame], compariso
         ax.legend(fontsize=6)
         ax.set_title("adult LogReg+SGD: DPareto vs a larger random sample")
     caption = "Fig. 5: hypervolume vs evaluations for DPareto and random sampling; MLP2 fronts; adult DPareto points vs a larger random sample."
-    fig.suptitle(caption, fontsize=9)
     save(fig, out, caption, _sources(*bo.values(), *random.values()), config)
 
 
@@ -78,7 +77,6 @@ def fig6(bo: pd.DataFrame, grids: dict[int, pd.DataFrame], out: str, config: str
         _eps_axis(ax)
         ax.legend(fontsize=7)
     caption = "Fig. 6: grid search vs DPareto on adult LogReg+SGD."
-    fig.suptitle(caption, fontsize=9)
     save(fig, out, caption, _sources(bo, *grids.values()), config)
 
 
@@ -93,7 +91,6 @@ def fig7(evals: dict[str, pd.DataFrame], out: str, config: str) -> None:
         ax.set_title(f"{NAMES.get(problem, problem)} (R = {int(frame['repeats'].iloc[0])})")
         ax.legend(fontsize=7)
     caption = "Fig. 7: Pareto fronts of the best, mean and worst of the R replication utilities (DPareto and random evaluations)."
-    fig.suptitle(caption, fontsize=9)
     save(fig, out, caption, _sources(*evals.values()), config)
 
 
@@ -107,7 +104,6 @@ def fig8(evals: dict[str, pd.DataFrame], out: str, config: str) -> None:
         ax.set_title(f"{dataset}: Pareto fronts")
         ax.legend(fontsize=7)
     caption = "Fig. 8: Pareto fronts across models and optimizers (adult) and architectures (mnist), DPareto and random evaluations together."
-    fig.suptitle(caption, fontsize=9)
     save(fig, out, caption, _sources(*evals.values()), config)
 
 
@@ -122,5 +118,4 @@ def batch_figure(table: pd.DataFrame, out: str, sources: list[str], config: str)
         ax.set_ylabel("hypervolume")
         ax.legend()
     caption = "Batch vs sequential DPareto: hypervolume at equal evaluation counts and against wall-clock time."
-    fig.suptitle(caption, fontsize=9)
     save(fig, out, caption, sources, config)

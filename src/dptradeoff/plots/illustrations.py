@@ -65,7 +65,6 @@ def oracles_figure(grid: pd.DataFrame, out: str, name: str, config: str) -> None
     ax.set_title("hyperparameters of the front")
     caption = (f"{name}: privacy and utility oracles over a {len(grid)}-point grid, the exact Pareto front and "
                f"its inputs (R = {len(grid['utility_runs'].iloc[0])} replications per point).")
-    fig.suptitle(caption, fontsize=9)
     save(fig, out, caption, grid["source_label"].tolist(), config)
 
 
@@ -98,5 +97,4 @@ def surfaces_figure(random: pd.DataFrame, surfaces: pd.DataFrame, next_point: pd
     axes[1, 1].scatter(next_point[x], next_point[y], marker="*", s=250, color="red", edgecolor="k", label="next point")
     axes[1, 1].legend(loc="upper right")
     caption = f"{name}: GP means after {len(random)} random points, empirical vs exact front, and the HVPoI surface with the next point."
-    fig.suptitle(caption, fontsize=9)
     save(fig, out, caption, random["source_label"].tolist(), config)
