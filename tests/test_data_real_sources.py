@@ -85,5 +85,5 @@ def test_paper_config_lists_the_real_downloads(run_snakemake, tmp_path):
     out = done.stdout + done.stderr
     for name in ("adult.data", "adult.test", "train-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
                  "gisette_valid.labels", "corpus-webis-tldr-17.zip", "regression.tar.gz", "kddcup.data_10_percent.gz"):
-        assert f"resources/raw/" in out and name in out
+        assert "resources/raw/" in out and name in out
     assert "embedded_wheel" not in out

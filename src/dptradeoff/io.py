@@ -48,10 +48,10 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 def write_table(table: pa.Table, path: str | os.PathLike, provenance: dict) -> None:
     """Write `table` atomically to Parquet with `provenance` (JSON) in the schema metadata.
 
-    The row count and the package version are always added, so every file says how it was made.
+    The row count (of this table) and the package version are added, so every file says how it was made.
     """
     meta = dict(provenance)
-    meta.setdefault("rows", table.num_rows)
+    meta["rows"] = table.num_rows  # always this file's own count, even when provenance is copied from an input
     meta.setdefault("package_version", __version__)
     existing = table.schema.metadata or {}
     table = table.replace_schema_metadata({**existing, PROVENANCE_KEY: json.dumps(meta, sort_keys=True)})

@@ -1,11 +1,10 @@
-from dptradeoff.problems.tables import concat, read_frame, write_frame
+import pandas as pd
+
 from dptradeoff.io import read_provenance
+from dptradeoff.problems.tables import read_frame, write_frame
 from dptradeoff.workflow_support import rule_context
 
 with rule_context(snakemake):
     # The first k0 evaluations of the random run: shared by random sampling and DPareto (paper 001 §4).
-    frames = [read_frame(p) for p in snakemake.input]
-    import pandas as pd
-
-    initial = pd.concat(frames, ignore_index=True).iloc[: snakemake.params.initial_points]
+    initial = pd.concat([read_frame(p) for p in snakemake.input], ignore_index=True).iloc[: snakemake.params.initial_points]
     write_frame(initial, snakemake.output[0], {**read_provenance(snakemake.input[0]), "method": "dpareto-initial"})

@@ -11,7 +11,6 @@ import logging
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from .. import UserError

@@ -20,6 +20,5 @@ def concat(paths: list[str], out: str, provenance: dict | None = None) -> pd.Dat
     """Concatenate evaluation tables (in the given order) into `out`, keeping the first file's provenance."""
     frame = pd.concat([read_frame(p) for p in paths], ignore_index=True)
     meta = {**read_provenance(paths[0]), **(provenance or {})} if paths else dict(provenance or {})
-    meta.pop("rows", None)
     write_frame(frame, out, meta)
     return frame
