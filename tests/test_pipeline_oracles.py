@@ -12,11 +12,11 @@ pytestmark = pytest.mark.slow
 
 def test_random_sample_fanned_out_and_gathered(run_snakemake, tmp_path):
     cfg = {
-        "dpareto": {"problems": ["adult-logreg-sgd", "mnist-mlp2-sgd", "svt"]},
+        "dpareto": {"problems": ["adult-logreg-sgd", "mnist-mlp2-sgd", "svt"], "initial_points": 4},
         "problems": {"adult-logreg-sgd": {"repeats": 2, "ranges": {"epochs": [1, 2]}},
                      "mnist-mlp2-sgd": {"repeats": 1, "ranges": {"epochs": [1, 1], "lot_size": [200, 4000]}},
                      "svt": {"repeats": 10}},
-        "random_sampling": {"points": 5, "runs": 1, "points_per_job": 2},
+        "random_sampling": {"points": 5, "points_per_job": 2},
     }
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(cfg))
