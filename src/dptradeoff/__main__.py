@@ -17,14 +17,6 @@ def _epsilon(args) -> None:
     print(eps)
 
 
-def _fetch_wheels(args) -> None:
-    from pathlib import Path
-
-    from .data.embedded import download_wheels
-
-    download_wheels(Path(args.dest))
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dptradeoff", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -37,9 +29,6 @@ def main(argv=None) -> int:
     p.add_argument("--conversion", choices=["dp_accounting", "classic"], default="dp_accounting",
                    help="RDP to (epsilon, delta): dp_accounting's (tighter) or the classic one of the original DPareto code")
     p.set_defaults(func=_epsilon)
-    p = sub.add_parser("fetch-wheels", help="download the pinned embedded-data wheels")
-    p.add_argument("dest")
-    p.set_defaults(func=_fetch_wheels)
     args = parser.parse_args(argv)
     try:
         args.func(args)

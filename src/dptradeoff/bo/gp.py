@@ -150,6 +150,3 @@ class Fitter:
         lengthscales, variance, noise = best
         return Posterior(x, ys, np.atleast_1d(lengthscales), variance, noise, y_mean, y_std)
 
-
-def fit(x: np.ndarray, y: np.ndarray, noiseless: bool, restarts: int, rng: np.random.Generator) -> Posterior:
-    return Fitter(np.asarray(x).shape[1]).fit(x, y, noiseless, restarts, rng)
