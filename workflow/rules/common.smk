@@ -1,7 +1,6 @@
 # Helpers and input functions shared by the rule files.
 import os
 import sys
-import types
 
 # The workflow imports the library from this checkout; rule jobs import the installed package
 # (envs/setup.sh and envs/environment.yaml install this checkout in editable mode).
@@ -40,8 +39,7 @@ def data_targets():
     return [path for dataset in DATASETS for path in data_outputs(dataset)]
 
 
-def dataset_inputs(wildcards):
-    dataset = wildcards.dataset if hasattr(wildcards, "dataset") else wildcards
+def dataset_inputs(dataset):
     return raw_inputs(dataset, dataset_config(dataset)["source"], dataset_config(dataset))
 
 
@@ -74,8 +72,9 @@ def problem_repeats(problem):
     return problem_settings(problem).get("repeats", PROBLEMS[problem].default_repeats)
 
 
-def problem_data(wildcards):
-    dataset = PROBLEMS[wildcards.problem].dataset
+def problem_data(problem):
+    """The Parquet files of a problem's dataset (none for SVT)."""
+    dataset = PROBLEMS[problem].dataset
     return data_outputs(dataset) if dataset else []
 
 

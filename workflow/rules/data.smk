@@ -45,7 +45,7 @@ rule embedded_wheel:
 
 rule dataset_split:
     input:
-        dataset_inputs,
+        lambda wildcards: dataset_inputs(wildcards.dataset),
     output:
         train="results/data/{dataset}/train.parquet",
         test="results/data/{dataset}/test.parquet",

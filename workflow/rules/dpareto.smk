@@ -46,7 +46,7 @@ rule bo_evaluate:
     input:
         proposal=lambda wildcards: f"results/dpareto/{wildcards.problem}/{wildcards.chain}/{wildcards.run}/proposals/"
         f"{int(wildcards.i) // chain_batch_size(wildcards.chain)}.parquet",
-        data=problem_data,
+        data=lambda wildcards: problem_data(wildcards.problem),
     output:
         "results/dpareto/{problem}/{chain}/{run}/evals/{i}.parquet",
     params:

@@ -24,7 +24,7 @@ rule illustration_points:
 rule illustration_evaluate:
     input:
         points="results/illustrations/{example}/{design}_points.parquet",
-        data=lambda wildcards: problem_data(types.SimpleNamespace(problem=ILLUSTRATIONS[wildcards.example])),
+        data=lambda wildcards: problem_data(ILLUSTRATIONS[wildcards.example]),
     output:
         "results/illustrations/{example}/{design}.parquet",
     wildcard_constraints:

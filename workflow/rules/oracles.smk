@@ -35,7 +35,7 @@ rule grid_points:
 rule evaluate_batch:
     input:
         points="results/dpareto/{problem}/{method}/{run}/points.parquet",
-        data=problem_data,
+        data=lambda wildcards: problem_data(wildcards.problem),
     output:
         "results/dpareto/{problem}/{method}/{run}/evals/{batch}.parquet",
     wildcard_constraints:
