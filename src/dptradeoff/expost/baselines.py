@@ -1,0 +1,158 @@
+"""The baselines of paper 004's experiments, each a sequence of ever more accurate releases of one
+statistic (sensitivity 1) that stops at the first release passing a check, and what it pays.
+
+- Doubling (Wu et al. 2019): independent releases at budgets eps_0 < eps_1 < ...; pays the sum
+  (Laplace, pure DP) or the sum of zCDP rho_i (Gaussian, Bun-Steinke 2016).
+- Laplace noise reduction (Koufogiannis et al. 2016; Wu et al. 2019): correlated Laplace noises
+  whose j-th release alone is a Laplace(1/eps_j) mechanism; stopping at j is ex-post eps_j-DP.
+- Brownian noise reduction (Whitehouse et al. 2022): releases y + W(t_j)/t_j of one Brownian
+  path W at times t_0 < t_1 < ...; the privacy loss at time t is W(t) + t/2 (sensitivity 1), and the
+  linear boundary P(exists t: W(t) >= a + b t) = exp(-2ab) makes stopping at t ex-post
+  (a + (b + 1/2) t, delta)-DP with a b = log(1/delta) / 2.
+- Papernot & Steinke 2022: repeat an RDP mechanism K ~ TNB(eta, gamma) times and keep the best;
+  RDP of their Thm 2.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .distributions import tnb_gamma
+
+
+@dataclass(frozen=True)
+class Release:
+    """The outcome of one sequence of releases: the accepted estimate (None if none passed), the
+    noise standard deviation it had, the index of the last release, and what was paid."""
+    estimate: float | None
+    sigma: float
+    last: int
+    cost: float
+
+
+def geometric_grid(start: float, ratio: float, top: float) -> np.ndarray:
+    """start * ratio^i for i = 0, 1, ... while <= top (paper 004 §6.1: 0.001 * sqrt(2)^i)."""
+    n = int(math.floor(math.log(top / start) / math.log(ratio) + 1e-9)) + 1 if top >= start else 0
+    return start * ratio ** np.arange(n)
+
+
+# --- pure DP, Laplace ------------------------------------------------------------------------
+
+def doubling_laplace(value: float, grid: np.ndarray, budget: float, accept: Callable[[float, float], bool],
+                     rng: np.random.Generator) -> Release:
+    """Fresh Laplace(1/eps_i) releases while the running sum of eps_i fits in `budget`."""
+    spent, last = 0.0, -1
+    for i, e in enumerate(grid):
+        if spent + e > budget:
+            break
+        spent, last = spent + e, i
+        y, sigma = value + rng.laplace(0.0, 1.0 / e), math.sqrt(2.0) / e
+        if accept(y, sigma):
+            return Release(y, sigma, i, spent)
+    return Release(None, math.nan, last, spent)
+
+
+def laplace_noise_reduction_noises(grid: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Noises eta_j with eta_j ~ Laplace(1/eps_j) marginally, coupled as Koufogiannis et al.'s Markov
+    chain: drawn from the least noisy end, eta_j = eta_{j+1} with probability (eps_j/eps_{j+1})^2,
+    else eta_{j+1} + Laplace(1/eps_j)."""
+    eta = np.empty(len(grid))
+    eta[-1] = rng.laplace(0.0, 1.0 / grid[-1])
+    for j in range(len(grid) - 2, -1, -1):
+        keep = rng.random() < (grid[j] / grid[j + 1]) ** 2
+        eta[j] = eta[j + 1] if keep else eta[j + 1] + rng.laplace(0.0, 1.0 / grid[j])
+    return eta
+
+
+def noise_reduction_laplace(value: float, grid: np.ndarray, accept: Callable[[float, float], bool],
+                            rng: np.random.Generator) -> Release:
+    """Release value + eta_j for j = 0, 1, ... and stop at the first accepted; pays eps_j (ex post),
+    or the last eps when none is accepted. The whole grid must fit the budget before starting."""
+    eta = laplace_noise_reduction_noises(grid, rng)
+    for j, e in enumerate(grid):
+        y, sigma = value + eta[j], math.sqrt(2.0) / e
+        if accept(y, sigma):
+            return Release(y, sigma, j, float(e))
+    return Release(None, math.nan, len(grid) - 1, float(grid[-1]))
+
+
+# --- approximate DP, Gaussian --------------------------------------------------------------------
+
+def zcdp_rho(eps: float | np.ndarray, delta: float):
+    """The largest rho whose zCDP -> DP conversion eps = rho + 2 sqrt(rho log(1/delta)) (Bun-Steinke
+    2016 Prop. 1.3) gives `eps`."""
+    log_inv = math.log(1.0 / delta)
+    return (np.sqrt(log_inv + np.asarray(eps, dtype=float)) - math.sqrt(log_inv)) ** 2
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+def doubling_gaussian(value: float, rhos: np.ndarray, rho_budget: float, accept: Callable[[float, float], bool],
+                      rng: np.random.Generator) -> Release:
+    """Fresh Gaussian releases with sigma_i = 1/sqrt(2 rho_i) while the zCDP sum fits `rho_budget`."""
+    spent, last = 0.0, -1
+    for i, rho in enumerate(rhos):
+        if spent + rho > rho_budget:
+            break
+        spent, last = spent + rho, i
+        sigma = 1.0 / math.sqrt(2.0 * rho)
+        y = value + rng.normal(0.0, sigma)
+        if accept(y, sigma):
+            return Release(y, sigma, i, spent)
+    return Release(None, math.nan, last, spent)
+
+
+def brownian_boundary(t_ref: float, delta: float) -> tuple[float, float]:
+    """The linear boundary a + b t with exp(-2ab) = delta that is lowest at t_ref (a = b t_ref)."""
+    half_log = 0.5 * math.log(1.0 / delta)
+    return math.sqrt(half_log * t_ref), math.sqrt(half_log / t_ref)
+
+
+def brownian_epsilon(t: float | np.ndarray, a: float, b: float):
+    """Ex-post epsilon of stopping the Brownian mechanism (sensitivity 1) at time t."""
+    return a + (b + 0.5) * np.asarray(t, dtype=float)
+
+
+def brownian_noise_reduction(value: float, times: np.ndarray, boundary: tuple[float, float],
+                             accept: Callable[[float, float], bool], rng: np.random.Generator) -> Release:
+    """Release value + W(t_j)/t_j (noise sd 1/sqrt(t_j)) along one Brownian path; ex-post cost
+    brownian_epsilon(t_stop) (delta is the boundary's)."""
+    increments = rng.normal(0.0, np.sqrt(np.diff(np.concatenate([[0.0], times]))))
+    w = np.cumsum(increments)
+    a, b = boundary
+    for j, t in enumerate(times):
+        y, sigma = value + w[j] / t, 1.0 / math.sqrt(t)
+        if accept(y, sigma):
+            return Release(y, sigma, j, float(brownian_epsilon(t, a, b)))
+    return Release(None, math.nan, len(times) - 1, float(brownian_epsilon(times[-1], a, b)))
+
+
+# --- Papernot & Steinke 2022 ---------------------------------------------------------------------
+
+def papernot_steinke_rdp(orders: Sequence[float], rdp: Sequence[float], eta: float, mean: float) -> np.ndarray:
+    """P&S Thm 2: repeating an RDP mechanism K ~ TNB(eta, gamma) times (E[K] = mean) and returning
+    the best run is (lam, eps')-RDP with eps' = eps(lam) + (1 + eta)(1 - 1/lam^)eps(lam^)
+    + (1 + eta) log(1/gamma)/lam^ + log(mean)/(lam - 1), for every lam^ >= 1 (the best is taken)."""
+    orders, rdp = np.asarray(orders, dtype=float), np.asarray(rdp, dtype=float)
+    gamma = tnb_gamma(eta, mean)
+    usable = orders >= 1
+    c = (1 + eta) * np.min((1 - 1 / orders[usable]) * rdp[usable] + math.log(1 / gamma) / orders[usable])
+    out = np.full(len(orders), np.inf)
+    above = orders > 1
+    out[above] = rdp[above] + c + math.log(mean) / (orders[above] - 1)
+    return out
+
+
+def papernot_steinke_tuning(run: Callable[[np.random.Generator], tuple[float, object]], eta: float, mean: float,
+                            rng: np.random.Generator) -> tuple[float, object, int]:
+    """Run `run` (returns (score, output)) K ~ TNB(eta, gamma) times; return the best score, its output and K."""
+    from .distributions import sample_tnb
+
+    k = sample_tnb(eta, tnb_gamma(eta, mean), rng)
+    best = max((run(rng) for _ in range(k)), key=lambda so: so[0])
+    return best[0], best[1], k

@@ -1,0 +1,54 @@
+"""Composing ex-post private mechanisms under an ex-ante budget.
+
+`ExPostFilter` is paper 004 Alg. 4: before each mechanism runs, the realised costs so far plus
+the mechanism's *largest possible* ex-post cost must fit in the budget; afterwards only the
+realised cost is charged. With RDP costs at one order alpha it is the ex-post RDP filter of
+Thm 16; with pure-DP (or approximate-DP epsilon) costs it is the filter of Rogers et al. 2016 /
+Lebensold et al. 2024. `rdp_to_dp` is Lemma 7's ex-post RDP -> ex-post (eps, delta) conversion.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import UserError
+
+
+def rdp_to_dp(eps_rdp: float, alpha: float, delta: float) -> float:
+    """Lemma 7: ex-post (alpha, eps~)-RDP implies ex-post (eps~ + log(1/delta)/(alpha - 1), delta)-DP."""
+    if not alpha > 1 or not 0 < delta < 1:
+        raise UserError(f"Lemma 7 needs alpha > 1 and delta in (0, 1), got alpha = {alpha}, delta = {delta}.")
+    return eps_rdp + math.log(1.0 / delta) / (alpha - 1.0)
+
+
+def dp_to_rdp_budget(eps: float, alpha: float, delta: float) -> float:
+    """The RDP budget at order alpha whose Lemma 7 conversion is exactly (eps, delta)."""
+    budget = eps - math.log(1.0 / delta) / (alpha - 1.0)
+    if budget <= 0:
+        raise UserError(f"At RDP order {alpha}, log(1/delta)/(alpha - 1) = {eps - budget:.3g} already exceeds "
+                        f"the budget {eps}; use a larger order.")
+    return budget
+
+
+class ExPostFilter:
+    """Alg. 4: admit a mechanism only if spent + its worst-case ex-post cost <= budget."""
+
+    def __init__(self, budget: float):
+        if not budget > 0:
+            raise UserError(f"The filter's budget must be > 0, got {budget}.")
+        self.budget = float(budget)
+        self.spent = 0.0
+
+    @property
+    def remaining(self) -> float:
+        return self.budget - self.spent
+
+    def admits(self, worst_case_cost: float) -> bool:
+        # A relative tolerance of 1e-12 so that budgets which fit exactly are not refused by rounding.
+        return self.spent + worst_case_cost <= self.budget * (1 + 1e-12)
+
+    def charge(self, realised_cost: float, worst_case_cost: float) -> None:
+        """Record a mechanism that was admitted with `worst_case_cost` and released at `realised_cost`."""
+        if realised_cost > worst_case_cost * (1 + 1e-12) or not self.admits(worst_case_cost):
+            raise UserError(f"A mechanism with worst-case cost {worst_case_cost} (realised {realised_cost}) does not "
+                            f"fit the remaining budget {self.remaining}: check admits() before running it.")
+        self.spent += realised_cost

@@ -1,0 +1,93 @@
+"""Hyperparameter tuning with random dropping (paper 004 Alg. 3) and its ex-post guarantees.
+
+Alg. 3: k ~ E; for i = 1..d, run M_i with probability e^{-eps_i k} and add (o_i, i) to the
+candidates; return the largest candidate in the order of (O x [d]) u {bottom} (bottom smallest,
+pairs compared lexicographically: output first, then index). With the key function used here
+the "output" of M_i is whatever `score(o_i)` maps it to, so any total order on outputs works.
+
+- E = Geom_{e^{-eps'}}, each M_i eps_i-DP (Thm 11): ex-post 2 eps_i + eps' for (o, i), 0 for bottom.
+- E = Exp_{eps'}, each M_i (alpha, eps_i)-RDP (Thm 13): ex-post (alpha, eps~)-RDP with
+  eps~(o, i) = (2 + l_i) eps_i + (1 + l_i) eps' + (log(tau + 1) + sum_{j != i} e^{-eps_j (1 + alpha l_i)}) / (alpha - 1)
+  for any l_i >= 0 (we take the minimiser), eps~(bottom) = log(tau + 1) / (alpha - 1),
+  tau = sum_i E[e^{-eps_i k}] the expected number of runs.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy import optimize
+
+from .. import UserError
+from .above_threshold import Selection
+from .distributions import keep_probability_mean, sample_k
+
+
+def pure_dp_cost(eps_i: float | None, eps_prime: float) -> float:
+    """Thm 11: 2 eps_i + eps' for an output of mechanism i; 0 for bottom (None)."""
+    return 0.0 if eps_i is None else 2.0 * eps_i + eps_prime
+
+
+def expected_runs(eps: Sequence[float], eps_prime: float, dropping: str) -> float:
+    """tau = sum_i E[e^{-eps_i k}]: the expected number of mechanism runs (data independent)."""
+    return float(np.sum(keep_probability_mean(np.asarray(eps, dtype=float), eps_prime, dropping)))
+
+
+def rdp_cost(eps: np.ndarray, eps_prime: float, alpha: float, copies: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """Thm 13's ex-post RDP at order alpha of an output of each distinct mechanism, and of bottom.
+
+    eps: the RDP at order alpha of each distinct mechanism; copies: how many times each is
+    given to Alg. 3 (default once). For each i, l_i >= 0 minimises the bound; the sum over
+    j != i counts every copy (including the other copies of i itself)."""
+    eps = np.asarray(eps, dtype=float)
+    copies = np.ones(len(eps)) if copies is None else np.asarray(copies, dtype=float)
+    if not alpha > 1:
+        raise UserError(f"The RDP order alpha must be > 1, got {alpha}.")
+    tau = float(np.sum(copies * keep_probability_mean(eps, eps_prime, "exponential")))
+    log_tau = math.log(tau + 1.0)
+    costs = np.empty(len(eps))
+    for i, e in enumerate(eps):
+        others = copies.copy()
+        others[i] -= 1.0
+
+        def bound(l: float) -> float:
+            tail = float(np.sum(others * np.exp(-eps * (1.0 + alpha * l))))
+            return (2.0 + l) * e + (1.0 + l) * eps_prime + (log_tau + tail) / (alpha - 1.0)
+
+        # The bound is convex in l (linear plus a sum of decreasing exponentials): bracket and minimise.
+        hi = 1.0
+        while bound(2 * hi) < bound(hi) and hi < 1e6:
+            hi *= 2
+        res = optimize.minimize_scalar(bound, bounds=(0.0, 2 * hi), method="bounded", options={"xatol": 1e-10})
+        costs[i] = min(float(res.fun), bound(0.0))
+    return costs, log_tau / (alpha - 1.0)
+
+
+def random_dropping_tuning(mechanisms: Sequence[Callable[[np.random.Generator], object]], eps: Sequence[float],
+                           eps_prime: float, rng: np.random.Generator, score: Callable[[object], object] = lambda o: o,
+                           dropping: str = "geometric") -> tuple[int | None, object, int]:
+    """Alg. 3 with mechanism callables: returns (index, output, number of runs); index None is bottom.
+
+    The caller attaches the ex-post cost (`pure_dp_cost` or `rdp_cost`), which depends on the
+    accounting the mechanisms satisfy."""
+    eps = np.asarray(eps, dtype=float)
+    if len(mechanisms) != len(eps) or not np.all(eps > 0) or not eps_prime > 0:
+        raise UserError("Alg. 3 needs one budget eps_i > 0 per mechanism and eps' > 0.")
+    k = sample_k(eps_prime, dropping, rng)
+    best_key, best = None, (None, None)
+    runs = 0
+    for i, (mechanism, e) in enumerate(zip(mechanisms, eps)):
+        if rng.random() < math.exp(-e * k):
+            runs += 1
+            o = mechanism(rng)
+            key = (score(o), i)
+            if best_key is None or key > best_key:
+                best_key, best = key, (i, o)
+    return best[0], best[1], runs
+
+
+def select_pure_dp(mechanisms, eps, eps_prime, rng, score=lambda o: o) -> Selection:
+    """Alg. 3 with geometric dropping and Thm 11's ex-post cost."""
+    i, o, _ = random_dropping_tuning(mechanisms, eps, eps_prime, rng, score, "geometric")
+    return Selection(i, o, pure_dp_cost(None if i is None else float(eps[i]), eps_prime))

@@ -1,0 +1,358 @@
+"""Privacy of paper 004's ex-post mechanisms, checked against their exact output distributions.
+
+For small discrete instances we compute every output probability of Algs. 1-3 on neighbouring
+inputs by summing over the algorithms' own randomness (the threshold/dropping variable k and the
+query noises), check that the implementation samples from that distribution (Monte Carlo), and
+check the ex-post bound of Thms 8-11 (and 13) for *every* output. Negative controls show the
+checks fail for a bound that is too small."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+from scipy import integrate, stats
+
+from dptradeoff.expost import above_threshold as at
+from dptradeoff.expost import baselines, distributions, filter as expost_filter, tuning
+
+KMAX = 4000  # truncation of the geometric threshold noise; its tail beyond is < e^{-eps' KMAX}
+
+
+def geom_pmf(x, eps):
+    """Geom_{e^{-eps}}(x) = (1 - e^{-eps}) e^{-eps x} on x >= 0 (0 below)."""
+    x = np.asarray(x)
+    return np.where(x >= 0, -math.expm1(-eps) * np.exp(-eps * np.maximum(x, 0)), 0.0)
+
+
+def geom_below(x, eps):
+    """P[Geom_{e^{-eps}} < x] = 1 - e^{-eps x} for x >= 0, 0 for x <= 0."""
+    x = np.asarray(x, dtype=float)
+    return np.where(x > 0, -np.expm1(-eps * np.maximum(x, 0)), 0.0)
+
+
+# --- Alg. 1 ------------------------------------------------------------------------------------
+
+def alg1_distribution(f, eps, eps_prime, omax):
+    """P[(o, i)] for o = 0..omax and P[bottom], summing over k and the query noises y_i."""
+    k = np.arange(KMAX)
+    pk = geom_pmf(k, eps_prime)
+    out = np.zeros((len(f), omax + 1))
+    below = np.ones(KMAX)  # P[all earlier queries below the threshold | k]
+    for i, (fi, ei) in enumerate(zip(f, eps)):
+        for o in range(omax + 1):
+            out[i, o] = np.sum(pk * below * geom_pmf(o + k - fi, ei))
+        below = below * geom_below(k - fi, ei)
+    return out, float(np.sum(pk * below))
+
+
+ALG1_CASES = [([0, 1, -1], [0.4, 0.2, 0.7], 0.3), ([2, 0], [0.05, 0.5], 0.1), ([-3, 5, 0, 1], [1.0, 0.3, 0.3, 0.2], 0.5)]
+
+
+@pytest.mark.parametrize("f, eps, eps_prime", ALG1_CASES)
+def test_alg1_exact_distribution_satisfies_theorem_8(f, eps, eps_prime):
+    omax = int(40 / min(eps))  # the mass beyond is < e^{-40}
+    dist, bottom = alg1_distribution(f, eps, eps_prime, omax)
+    assert dist.sum() + bottom == pytest.approx(1.0, abs=1e-6)
+    for shift in itertools.product((-1, 0, 1), repeat=len(f)):
+        other, other_bottom = alg1_distribution(np.add(f, shift), eps, eps_prime, omax)
+        for i, e in enumerate(eps):
+            bound = at.above_threshold_cost(e, eps_prime)
+            assert np.all(dist[i] <= math.exp(bound) * other[i] * (1 + 1e-9) + 1e-300)
+        assert bottom <= math.exp(at.above_threshold_cost(None, eps_prime)) * other_bottom * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("f, eps, eps_prime", ALG1_CASES)
+def test_alg1_monotone_theorem_9_and_its_negative_control(f, eps, eps_prime):
+    omax = 60
+    dist, _ = alg1_distribution(f, eps, eps_prime, omax)
+    worst = 0.0
+    for shift in itertools.product((-1, 0, 1), repeat=len(f)):
+        other, _ = alg1_distribution(np.add(f, shift), eps, eps_prime, omax)
+        monotone = all(s >= 0 for s in shift) or all(s <= 0 for s in shift)
+        for i, e in enumerate(eps):
+            ratio = np.max(np.log(dist[i] / other[i])[dist[i] > 1e-250])
+            if monotone:
+                assert ratio <= at.above_threshold_cost(e, eps_prime, monotone=True) + 1e-9
+            else:
+                worst = max(worst, ratio - at.above_threshold_cost(e, eps_prime, monotone=True))
+    assert worst > 1e-3, "non-monotone neighbours must be able to exceed Thm 9's bound (the check can fail)"
+
+
+def test_alg1_implementation_samples_the_exact_distribution():
+    f, eps, eps_prime = [0, 1, -1], [0.4, 0.2, 0.7], 0.3
+    dist, bottom = alg1_distribution(f, eps, eps_prime, 60)
+    rng = np.random.default_rng(1)
+    n = 40_000
+    counts = np.zeros((3, 4))
+    n_bottom = 0
+    for _ in range(n):
+        s = at.above_threshold(f, eps, eps_prime, rng)
+        if s.index is None:
+            n_bottom += 1
+        elif s.output < 4:
+            counts[s.index, s.output] += 1
+    assert np.allclose(counts / n, dist[:, :4], atol=4 * np.sqrt(dist[:, :4] / n) + 1e-3)
+    assert n_bottom / n == pytest.approx(bottom, abs=4 * math.sqrt(bottom / n) + 1e-3)
+
+
+# --- generic eps-DP mechanisms on a finite output set --------------------------------------------
+
+def dp_pair(m, eps, rng):
+    """Two output distributions on {0..m-1} whose ratio is within e^{eps} everywhere (tightly)."""
+    q = rng.dirichlet(np.ones(m))
+    tilt = rng.uniform(-eps / 2, eps / 2, size=m)
+    tilt[0], tilt[-1] = eps / 2, -eps / 2
+    q2 = q * np.exp(tilt)
+    q2 /= q2.sum()
+    assert np.all(np.abs(np.log(q / q2)) <= eps + 1e-12)
+    return q, q2
+
+
+def alg2_distribution(qs, eps, eps_prime, tau):
+    k = np.arange(KMAX)
+    pk = geom_pmf(k, eps_prime)
+    none_yet = np.ones(KMAX)
+    out = np.zeros((len(qs), len(qs[0])))
+    for i, (q, e) in enumerate(zip(qs, eps)):
+        keep = np.exp(-e * k)
+        for o in range(tau, len(q)):
+            out[i, o] = np.sum(pk * none_yet * keep * q[o])
+        none_yet = none_yet * (1 - keep * q[tau:].sum())
+    return out, float(np.sum(pk * none_yet))
+
+
+def alg3_distribution(qs, eps, eps_prime, dropping="geometric"):
+    """P[(o, i)] and P[bottom] of Alg. 3 (order: output first, then index)."""
+    d, m = len(qs), len(qs[0])
+    if dropping == "geometric":
+        k = np.arange(KMAX, dtype=float)
+        weights = geom_pmf(k, eps_prime)
+    else:  # Exp_{eps'} by Gauss-Laguerre-free quadrature on a fine grid of u = 1 - e^{-eps' x}
+        u = (np.arange(200_000) + 0.5) / 200_000
+        k = -np.log1p(-u) / eps_prime
+        weights = np.full(len(u), 1 / len(u))
+    out = np.zeros((d, m))
+    for i in range(d):
+        for o in range(m):
+            prod = weights * np.exp(-eps[i] * k) * qs[i][o]
+            for j in range(d):
+                if j != i:
+                    above = qs[j][o + 1:].sum() + (qs[j][o] if j > i else 0.0)
+                    prod = prod * (1 - np.exp(-eps[j] * k) * above)
+            out[i, o] = prod.sum()
+    bottom = float(np.sum(weights * np.prod([1 - np.exp(-e * k) for e in eps], axis=0)))
+    return out, bottom
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_alg2_exact_distribution_satisfies_theorem_10(seed):
+    rng = np.random.default_rng(seed)
+    eps, eps_prime, tau = np.array([0.3, 0.8, 0.1]), 0.2, 2
+    pairs = [dp_pair(5, e, rng) for e in eps]
+    d0, b0 = alg2_distribution([p[0] for p in pairs], eps, eps_prime, tau)
+    d1, b1 = alg2_distribution([p[1] for p in pairs], eps, eps_prime, tau)
+    assert d0.sum() + b0 == pytest.approx(1.0, abs=1e-9)
+    for a, b, ba, bb in ((d0, d1, b0, b1), (d1, d0, b1, b0)):
+        for i, e in enumerate(eps):
+            assert np.all(a[i] <= math.exp(2 * e + eps_prime) * b[i] * (1 + 1e-9) + 1e-300)
+        assert ba <= math.exp(eps_prime) * bb * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_alg3_exact_distribution_satisfies_theorem_11(seed):
+    rng = np.random.default_rng(10 + seed)
+    eps, eps_prime = np.array([0.5, 0.2, 1.0, 0.2]), 0.1
+    pairs = [dp_pair(4, e, rng) for e in eps]
+    d0, b0 = alg3_distribution([p[0] for p in pairs], eps, eps_prime)
+    d1, b1 = alg3_distribution([p[1] for p in pairs], eps, eps_prime)
+    assert d0.sum() + b0 == pytest.approx(1.0, abs=1e-9)
+    assert b0 == pytest.approx(b1, rel=1e-12)  # bottom is data independent: ex-post cost 0
+    for a, b in ((d0, d1), (d1, d0)):
+        for i, e in enumerate(eps):
+            assert np.all(a[i] <= math.exp(tuning.pure_dp_cost(e, eps_prime)) * b[i] * (1 + 1e-9))
+
+
+def test_alg3_check_detects_a_mechanism_that_is_not_eps_dp():
+    """Negative control: mechanisms whose true budget is 4 eps_i but are declared eps_i violate Thm 11's bound."""
+    rng = np.random.default_rng(3)
+    eps, eps_prime = np.array([0.5, 0.2, 1.0]), 0.1
+    pairs = [dp_pair(4, 4 * e, rng) for e in eps]
+    d0, _ = alg3_distribution([p[0] for p in pairs], eps, eps_prime)
+    d1, _ = alg3_distribution([p[1] for p in pairs], eps, eps_prime)
+    excess = max(np.max(np.log(a[i] / b[i])) - tuning.pure_dp_cost(e, eps_prime)
+                 for a, b in ((d0, d1), (d1, d0)) for i, e in enumerate(eps))
+    assert excess > 0.01
+
+
+def test_alg3_implementation_samples_the_exact_distribution():
+    rng = np.random.default_rng(5)
+    eps, eps_prime = np.array([0.5, 0.2, 1.0]), 0.3
+    qs = [dp_pair(3, e, rng)[0] for e in eps]
+    dist, bottom = alg3_distribution(qs, eps, eps_prime)
+    mechanisms = [lambda r, q=q: int(r.choice(len(q), p=q)) for q in qs]
+    n = 30_000
+    counts, n_bottom = np.zeros_like(dist), 0
+    for _ in range(n):
+        i, o, _ = tuning.random_dropping_tuning(mechanisms, eps, eps_prime, rng)
+        if i is None:
+            n_bottom += 1
+        else:
+            counts[i, o] += 1
+    assert np.allclose(counts / n, dist, atol=4 * np.sqrt(dist / n) + 1e-3)
+    assert n_bottom / n == pytest.approx(bottom, abs=4 * math.sqrt(bottom / n) + 1e-3)
+
+
+def renyi(p, q, alpha):
+    return math.log(np.sum(p**alpha * q ** (1 - alpha))) / (alpha - 1)
+
+
+@pytest.mark.parametrize("alpha", [2.0, 8.0])
+def test_alg3_exponential_dropping_satisfies_theorem_13(alpha):
+    rng = np.random.default_rng(7)
+    pure = np.array([0.6, 0.3, 1.2])
+    pairs = [dp_pair(3, e, rng) for e in pure]
+    # the RDP at order alpha of each mechanism, both directions
+    eps = np.array([max(renyi(p, q, alpha), renyi(q, p, alpha)) for p, q in pairs])
+    eps_prime = 0.2
+    d0, b0 = alg3_distribution([p[0] for p in pairs], eps, eps_prime, "exponential")
+    d1, b1 = alg3_distribution([p[1] for p in pairs], eps, eps_prime, "exponential")
+    costs, bottom_cost = tuning.rdp_cost(eps, eps_prime, alpha)
+    for a, b, ba, bb in ((d0, d1, b0, b1), (d1, d0, b1, b0)):
+        total = ba**alpha * bb ** (1 - alpha) * math.exp((1 - alpha) * bottom_cost)
+        total += np.sum(a**alpha * b ** (1 - alpha) * np.exp((1 - alpha) * costs[:, None]))
+        assert total <= 1 + 1e-6
+
+
+def test_rdp_cost_minimises_over_l():
+    eps, eps_prime, alpha = np.array([0.05, 0.2, 0.4]), 0.01, 10.0
+    copies = np.array([30, 10, 5])
+    costs, bottom = tuning.rdp_cost(eps, eps_prime, alpha, copies)
+    tau = np.sum(copies * eps_prime / (eps_prime + eps))
+    assert bottom == pytest.approx(math.log(tau + 1) / (alpha - 1))
+    for i in range(3):
+        others = copies.astype(float).copy()
+        others[i] -= 1
+        grid = np.linspace(0, 200, 200_001)
+        values = [(2 + l) * eps[i] + (1 + l) * eps_prime + (math.log(tau + 1) + np.sum(others * np.exp(-eps * (1 + alpha * l)))) / (alpha - 1) for l in grid[::100]]
+        assert costs[i] <= min(values) + 1e-9
+        assert costs[i] >= min(values) - 1e-3
+
+
+# --- invocation counts, TNB, Papernot-Steinke --------------------------------------------------
+
+@pytest.mark.parametrize("dropping", ["geometric", "exponential"])
+def test_alg3_invocation_count_matches_monte_carlo(dropping):
+    rng = np.random.default_rng(3)
+    copies, eps, eps_prime = 400, 0.1, 0.01
+    k = distributions.sample_k(eps_prime, dropping, rng, size=200_000)
+    runs = rng.binomial(copies, np.exp(-eps * k))
+    mean, sd = distributions.alg3_invocations(copies, eps, eps_prime, dropping)
+    assert runs.mean() == pytest.approx(mean, rel=0.01)
+    assert runs.std() == pytest.approx(sd, rel=0.02)
+
+
+@pytest.mark.parametrize("eta, mean", [(0.1, 20.0), (1.0, 5.0), (0.0, 8.0), (2.5, 50.0)])
+def test_truncated_negative_binomial(eta, mean):
+    gamma = distributions.tnb_gamma(eta, mean)
+    m, sd = distributions.tnb_moments(eta, gamma)
+    assert m == pytest.approx(mean, rel=1e-6)
+    assert distributions.tnb_pmf(np.arange(1, 200_000), eta, gamma).sum() == pytest.approx(1.0, abs=1e-6)
+    rng = np.random.default_rng(0)
+    draws = np.array([distributions.sample_tnb(eta, gamma, rng) for _ in range(40_000)])
+    assert draws.min() >= 1
+    assert draws.mean() == pytest.approx(mean, rel=0.04)
+    assert draws.std() == pytest.approx(sd, rel=0.06)
+
+
+@pytest.mark.parametrize("eta, mean", [(1.0, 10.0), (0.0, 5.0), (0.5, 30.0), (3.0, 2.0)])
+def test_papernot_steinke_rdp_matches_dp_accounting(eta, mean):
+    orders = np.array([1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64])
+    sigma = 2.0
+    event = dp_accounting.PoissonSampledDpEvent(0.02, dp_accounting.GaussianDpEvent(sigma))
+    inner = rdp_lib.RdpAccountant(list(orders))
+    inner.compose(dp_accounting.SelfComposedDpEvent(event, 500))
+    ours = baselines.papernot_steinke_rdp(orders, inner._rdp, eta, mean)
+    ours_monotone = np.minimum.accumulate(ours[::-1])[::-1]  # RDP is non-decreasing in the order
+    acc = rdp_lib.RdpAccountant(list(orders))
+    acc.compose(dp_accounting.dp_event.RepeatAndSelectDpEvent(dp_accounting.SelfComposedDpEvent(event, 500), mean, eta))
+    np.testing.assert_allclose(ours_monotone, acc._rdp, rtol=1e-9)
+
+
+# --- filters and conversions ---------------------------------------------------------------------
+
+def test_filter_never_exceeds_budget():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        f = expost_filter.ExPostFilter(rng.uniform(0.5, 5))
+        for _ in range(100):
+            worst = rng.exponential(0.5)
+            if f.admits(worst):
+                f.charge(worst * rng.random(), worst)
+            assert f.spent <= f.budget * (1 + 1e-12)
+        with pytest.raises(Exception):
+            f.charge(0.0, f.remaining + 1.0)
+
+
+def test_lemma7_conversion_on_all_subsets():
+    """Ex-post (alpha, eps~)-RDP => ex-post (eps~ + log(1/delta)/(alpha-1), delta)-DP, checked on
+    every subset of a 10-point output space for an output-dependent eps~."""
+    rng = np.random.default_rng(2)
+    alpha, delta = 4.0, 1e-2
+    p, q = rng.dirichlet(np.ones(10)), rng.dirichlet(np.ones(10))
+    # an output-dependent eps~ that satisfies Def. 6 with equality
+    eps_t = np.log(p / q) * 0.5
+    eps_t = np.maximum(eps_t, 0.0)
+    scale = np.sum(p**alpha / (np.exp(eps_t) * q) ** (alpha - 1))
+    eps_t = eps_t + math.log(scale) / (alpha - 1)
+    assert np.sum(p**alpha / (np.exp(eps_t) * q) ** (alpha - 1)) == pytest.approx(1.0)
+    eps_dp = np.array([expost_filter.rdp_to_dp(e, alpha, delta) for e in eps_t])
+    for mask in itertools.product((False, True), repeat=10):
+        s = np.array(mask)
+        assert p[s].sum() <= np.sum(np.exp(eps_dp[s]) * q[s]) + delta + 1e-12
+
+
+# --- baselines -----------------------------------------------------------------------------------
+
+def test_laplace_noise_reduction_marginals_and_coupling():
+    grid = np.array([0.1, 0.2, 0.4])
+    rng = np.random.default_rng(0)
+    noises = np.array([baselines.laplace_noise_reduction_noises(grid, rng) for _ in range(40_000)])
+    for j, e in enumerate(grid):
+        assert stats.kstest(noises[:, j], stats.laplace(scale=1 / e).cdf).pvalue > 1e-3
+    # consecutive releases coincide with probability (eps_j / eps_{j+1})^2 = 1/4
+    assert np.mean(noises[:, 0] == noises[:, 1]) == pytest.approx(0.25, abs=0.01)
+
+
+def test_brownian_boundary_crossing_probability():
+    """P(exists t: W(t) >= a + b t) = exp(-2ab) = delta: a fine-grid Monte Carlo stays below and near it."""
+    delta = 0.1
+    a, b = baselines.brownian_boundary(4.0, delta)
+    assert math.exp(-2 * a * b) == pytest.approx(delta)
+    rng = np.random.default_rng(1)
+    times = np.linspace(0.005, 40.0, 8000)
+    crossed = 0
+    for _ in range(50):
+        w = np.cumsum(rng.normal(0, np.sqrt(np.diff(np.concatenate([[0], times]))), size=(200, len(times))), axis=1)
+        crossed += np.any(w >= a + b * times, axis=1).sum()
+    assert 0.07 <= crossed / 10_000 <= delta + 0.01
+
+
+def test_zcdp_conversion_against_dp_accounting():
+    delta = 1e-6
+    for eps in (0.01, 0.5, 10.0):
+        rho = float(baselines.zcdp_rho(eps, delta))
+        assert baselines.zcdp_epsilon(rho, delta) == pytest.approx(eps)
+        sigma = 1 / math.sqrt(2 * rho)
+        acc = rdp_lib.RdpAccountant()
+        acc.compose(dp_accounting.GaussianDpEvent(sigma))
+        assert acc.get_epsilon(delta) <= eps * (1 + 1e-9)   # zCDP's conversion is valid (looser)
+        assert acc.get_epsilon(delta) >= 0.7 * eps
+
+
+def test_thm12_repetitions():
+    t = distributions.repetitions(0.1, 0.05, np.array([0.01, 0.02]), 0.01)
+    assert t.tolist() == [math.ceil(10 * 40 * math.log(40)), math.ceil(10 * 1600 * math.log(40))]
