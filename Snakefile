@@ -15,6 +15,7 @@ include: "workflow/rules/dpareto.smk"
 include: "workflow/rules/illustrations.smk"
 include: "workflow/rules/stats.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/expost.smk"
 
 
 rule all:
@@ -24,4 +25,5 @@ rule all:
         illustration_targets(),
         FIGURES,
         TABLES,
+        expost_targets(),
     default_target: True

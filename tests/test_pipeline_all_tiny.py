@@ -22,6 +22,21 @@ TINY = {
     "random_sampling": {"points": 8, "points_per_job": 8},
     "illustrations": {"grid": 3, "initial_points": 8, "surface_resolution": 5},
     "statistics": {"comparison_parts": 2, "batch_comparison": {"problem": "adult-logreg-sgd", "batch_size": 2}},
+    "expost": {
+        "budget": 10, "delta": 1e-6, "grid": {"start": 0.001, "ratio": 1.4142135623730951}, "trials": 2,
+        "synthetic": {"samples": [8000], "threads": 300, "exponent": -0.75},
+        "fig1": {"eps": 0.1, "eps_prime": 0.01, "max_mean": 120},
+        "table1": {"eps_prime": 0.001, "expected_runs": 1.0},
+        "table2": {"eps_prime": 0.01, "expected_runs": 0.3, "alpha": 32, "window": 2},
+        "table3": {
+            "datasets": ["twitter", "mnist", "gisette"], "trials": 1,
+            "thresholds": {"twitter": 0.05, "mnist": 0.2, "gisette": 0.4}, "twitter_target_bound": 10.0,
+            "grid": {"eps": [0.4, 0.8], "learning_rate": [0.1], "epochs": [1], "batch_size": [256], "clip": [1.0]},
+            "eps_prime": 0.01, "alpha": 64, "max_attempts": 3,
+            "doubling": {"budgets": [0.4, 0.8], "eta": 1.0, "mean_runs": 2},
+            "brownian": {"eps": [0.2, 0.6, 1.0], "above_threshold_eps": 0.01, "ridge": 0.001, "gamma": 0.001},
+        },
+    },
 }
 
 
@@ -45,3 +60,13 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     batch = read(str(work / "tables/batch_vs_sequential.csv"))
     assert set(batch["batch_size"]) == {1, 2}
     assert (work / "tables/table2.md").read_text().startswith("| problem")
+    # paper 004
+    assert (work / "figures/expost_fig1.pdf").read_bytes().startswith(b"%PDF")
+    for n, rows in ((1, {"S8000", "Reddit"}), (2, {"S8000"}), (3, {"twitter", "mnist", "gisette"})):
+        path = work / f"tables/expost_table{n}.csv"
+        table = read(str(path))
+        assert set(table["dataset"]) == rows and "source" in table and "trials" in table, n
+        assert "Config:" in path.read_text().splitlines()[0]
+    table1 = read(str(work / "tables/expost_table1.csv"))
+    assert (table1["trials"] == 2).all() and (table1["doubling_answers"] > 0).all()
+    assert "embedded" in table1.set_index("dataset").loc["Reddit", "source"]

@@ -40,3 +40,15 @@ def check(config: dict, schema_path: str) -> None:
         if not errors:
             raise
         raise UserError(explain(errors[0])) from None
+    _check_relations(config)
+
+
+def _check_relations(config: dict) -> None:
+    """What a schema cannot say: relations between keys."""
+    table3 = config.get("expost", {}).get("table3")
+    if table3:
+        grid_eps = set(float(e) for e in table3["grid"]["eps"])
+        missing = [b for b in table3["doubling"]["budgets"] if float(b) not in grid_eps]
+        if missing:
+            raise UserError(f"Config key expost.table3.doubling.budgets has {missing}, which are not in "
+                            f"expost.table3.grid.eps; add them to the grid or remove them from the budgets.")
