@@ -14,7 +14,7 @@ import dp_accounting
 import numpy as np
 import pytest
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
-from scipy import integrate, stats
+from scipy import stats
 
 from dptradeoff.expost import above_threshold as at
 from dptradeoff.expost import baselines, distributions, filter as expost_filter, tuning

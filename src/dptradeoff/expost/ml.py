@@ -40,7 +40,6 @@ from ..train.hyper import DPSGDHyper
 from .baselines import brownian_epsilon, papernot_steinke_rdp
 from .distributions import sample_k, sample_tnb, tnb_gamma
 from .filter import rdp_to_dp
-from .tuning import rdp_cost
 
 log = logging.getLogger(__name__)
 
