@@ -16,6 +16,8 @@ include: "workflow/rules/illustrations.smk"
 include: "workflow/rules/stats.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/expost.smk"
+include: "workflow/rules/proposetest.smk"
+include: "workflow/rules/taylor.smk"
 
 
 rule all:
@@ -26,4 +28,6 @@ rule all:
         FIGURES,
         TABLES,
         expost_targets(),
+        proposetest_targets(),
+        taylor_targets(),
     default_target: True

@@ -37,6 +37,19 @@ TINY = {
             "brownian": {"eps": [0.2, 0.6, 1.0], "above_threshold_eps": 0.01, "ridge": 0.001, "gamma": 0.001},
         },
     },
+    "proposetest": {
+        "simulation": {"seeds": 20, "candidates": 20, "partitions": 10, "eps0": 0.1, "granularity": 0.01, "u0": 0.0},
+        "gaps": {"granularities": [0.01, 0.1], "seeds": 5},
+        "adult": {"partitions": 3, "eps0": 0.5, "granularity": 0.05, "u0": 0.5, "epsilon": 1.0, "delta": 1e-5,
+                  "delta_prime": 1e-6, "validation_fraction": 0.2,
+                  "grid": {"learning_rate": [0.01, 0.1], "epochs": [1], "lot_size": [256], "clip": [1.0]}},
+    },
+    "taylor": {
+        "datasets": ["adult", "gisette"], "losses": ["logistic", "huber"], "c": 0.25, "lambda": 1e-6, "solver": "gd",
+        "iterations": 20, "learning_rate": 0.01, "repeats": 2, "samples": 500,
+        "targets": {"start": 0.1, "stop": 0.5, "step": 0.1}, "measuring": [0.1, 0.3], "fig1_measuring": [0.1],
+        "fig2": {"datasets": ["adult"], "samples": [200, 500], "repeats": 1},
+    },
 }
 
 
@@ -70,3 +83,10 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     table1 = read(str(work / "tables/expost_table1.csv"))
     assert (table1["trials"] == 2).all() and (table1["doubling_answers"] > 0).all()
     assert "embedded" in table1.set_index("dataset").loc["Reddit", "source"]
+    # papers 003 and 002
+    for name in ("proposetest_fig1", "proposetest_fig2", "taylor_fig1", "taylor_fig2"):
+        assert (work / f"figures/{name}.pdf").read_bytes().startswith(b"%PDF"), name
+    adult = read(str(work / "tables/proposetest_adult.csv"))
+    assert len(adult) == 1 and adult["epsilon_total_worst_case"].iloc[0] >= adult["epsilon_total_realised"].iloc[0] > 1.0
+    taylor = read(str(work / "tables/taylor_table1.csv"))
+    assert len(taylor) == 8 and set(taylor["derivative"]) == {"eq6", "unrolled"}

@@ -52,3 +52,9 @@ def _check_relations(config: dict) -> None:
         if missing:
             raise UserError(f"Config key expost.table3.doubling.budgets has {missing}, which are not in "
                             f"expost.table3.grid.eps; add them to the grid or remove them from the budgets.")
+    taylor = config.get("taylor")
+    if taylor:
+        missing = [m for m in taylor["fig1_measuring"] if float(m) not in set(map(float, taylor["measuring"]))]
+        if missing:
+            raise UserError(f"Config key taylor.fig1_measuring has {missing}, which are not in taylor.measuring; "
+                            f"add them to taylor.measuring.")

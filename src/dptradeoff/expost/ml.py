@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
-from scipy import optimize
 
 from .. import UserError
 from ..privacy import dpsgd
@@ -103,20 +102,9 @@ class Candidate:
         return DPSGDHyper(self.epochs, self.batch_size, self.learning_rate, self.noise, self.clip)
 
 
-MAX_NOISE = 1e3
-
-
 @functools.lru_cache(maxsize=None)
 def calibrate_noise(n: int, batch_size: int, epochs: int, eps: float, delta: float) -> float | None:
-    """The noise multiplier z at which DP-SGD (n, m, epochs) is (eps, delta)-DP (to 0.1% in z), or
-    None when even z = MAX_NOISE does not reach eps (dp_accounting's bound has a floor there)."""
-    def gap(log_z):
-        return dpsgd.epsilon(n, batch_size, epochs, math.exp(log_z), delta) - eps
-    if gap(math.log(MAX_NOISE)) > 0:
-        return None
-    # brentq's root can sit on either side of eps: step to the larger noise so the run is at most eps.
-    log_z = optimize.brentq(gap, math.log(0.05), math.log(MAX_NOISE), xtol=1e-3)
-    return math.exp(log_z + 1e-3)
+    return dpsgd.calibrate_noise(n, batch_size, epochs, eps, delta)
 
 
 def candidates(grid: dict, n: int, delta: float) -> list[Candidate]:
@@ -127,7 +115,7 @@ def candidates(grid: dict, n: int, delta: float) -> list[Candidate]:
         noise = calibrate_noise(n, int(batch), int(epochs), float(eps), delta)
         if noise is None:
             log.warning("No noise multiplier <= %g makes DP-SGD (n=%d, m=%d, %d epochs) %g-DP; candidate dropped.",
-                        MAX_NOISE, n, batch, epochs, eps)
+                        dpsgd.MAX_NOISE, n, batch, epochs, eps)
             continue
         out.append(Candidate(float(eps), float(lr), int(epochs), int(batch), float(clip), noise))
     if not out:

@@ -81,6 +81,22 @@ def epsilon(n: int, lot_size: int, epochs: int, noise: float, delta: float, conv
     return float(eps)
 
 
+MAX_NOISE = 1e3
+
+
+def calibrate_noise(n: int, lot_size: int, epochs: int, eps: float, delta: float) -> float | None:
+    """The noise multiplier z at which a run is (eps, delta)-DP (root to 0.1% in z, rounded up so the
+    run is at most eps), or None when even z = MAX_NOISE does not reach eps (the accountant's bound
+    for sampling without replacement has a floor near 0.1 for small datasets)."""
+    from scipy import optimize
+
+    def gap(log_z):
+        return epsilon(n, lot_size, epochs, math.exp(log_z), delta) - eps
+    if gap(math.log(MAX_NOISE)) > 0:
+        return None
+    return math.exp(optimize.brentq(gap, math.log(0.05), math.log(MAX_NOISE), xtol=1e-3) + 1e-3)
+
+
 def _best_order(orders, curve, delta: float) -> float:
     return float(rdp.compute_epsilon(list(orders), list(curve), delta)[1])
 

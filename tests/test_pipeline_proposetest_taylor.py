@@ -1,0 +1,49 @@
+"""Papers 003 and 002 through Snakemake on tiny settings: figures, tables and their provenance, and
+a config error that names its key before anything runs."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from dptradeoff.io import read_provenance
+from dptradeoff.problems.tables import read_frame
+from dptradeoff.stats.tables import read
+from test_pipeline_all_tiny import TINY
+
+pytestmark = pytest.mark.slow
+
+TARGETS = ["figures/proposetest_fig1.pdf", "figures/proposetest_fig2.pdf", "tables/proposetest_adult.csv",
+           "figures/taylor_fig1.pdf", "tables/taylor_table1.csv", "figures/taylor_fig2.pdf"]
+
+
+def test_proposetest_and_taylor_outputs(run_snakemake, tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump({"proposetest": TINY["proposetest"], "taylor": TINY["taylor"]}))
+    work = tmp_path / "work"
+    done = run_snakemake(work, *TARGETS, "--cores", "2", f"--configfile={path}")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    paths = read_frame(str(work / "results/proposetest/paths.parquet"))
+    assert paths["seed"].nunique() == 20 and (paths.groupby("seed")["iteration"].min() == 0).all()
+    adult = read(str(work / "tables/proposetest_adult.csv")).iloc[0]
+    assert 0.5 <= adult["test_accuracy"] <= 1 and adult["iterations"] <= adult["worst_case_iterations"]
+    assert adult["delta_total"] == pytest.approx(1.1e-5) and "embedded" in adult["source"]
+    table = read(str(work / "tables/taylor_table1.csv"))
+    assert len(table) == 8 and {"error_0.10", "error_0.30", "paper_0.10"} <= set(table.columns)
+    assert (table["n"] <= 500).all() and (table[["error_0.10", "error_0.30"]] >= 0).all().all()
+    run = work / "results/taylor/adult/logistic/n500-r2.parquet"
+    assert read_provenance(run)["n"] == 500 and read_frame(str(run))["repeat"].nunique() == 2
+    for name in ("proposetest_fig1", "taylor_fig1", "taylor_fig2"):
+        assert b"seed" in (work / f"figures/{name}.pdf").read_bytes()
+
+
+def test_fig1_measuring_outside_measuring_is_refused(run_snakemake, tmp_path):
+    bad = copy.deepcopy(TINY["taylor"])
+    bad["fig1_measuring"] = [0.2]
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"taylor": bad}))
+    work = tmp_path / "work"
+    done = run_snakemake(work, "figures/taylor_fig1.pdf", "--cores", "1", f"--configfile={path}")
+    assert done.returncode != 0 and "taylor.fig1_measuring" in done.stderr
+    assert not (work / "results").exists()

@@ -1,0 +1,57 @@
+# Paper 003 (propose-test tuning with a doubling step): simulation figures and an adult run.
+
+
+def proposetest_targets():
+    return ["figures/proposetest_fig1.pdf", "figures/proposetest_fig2.pdf", "tables/proposetest_adult.csv"]
+
+
+rule proposetest_simulation:
+    output:
+        paths="results/proposetest/paths.parquet",
+        gaps="results/proposetest/gaps.parquet",
+    params:
+        cfg=config["proposetest"],
+        seed=config["seed"],
+    log:
+        "logs/proposetest/simulation.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/proposetest_simulation.py"
+
+
+rule proposetest_figures:
+    input:
+        paths="results/proposetest/paths.parquet",
+        gaps="results/proposetest/gaps.parquet",
+    output:
+        fig1=report("figures/proposetest_fig1.pdf", caption="../report/proposetest.rst", category="Propose-test"),
+        fig2=report("figures/proposetest_fig2.pdf", caption="../report/proposetest.rst", category="Propose-test"),
+    params:
+        cfg=config["proposetest"],
+        config_label=config_label(),
+    log:
+        "logs/figures/proposetest.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/proposetest_figures.py"
+
+
+rule proposetest_adult:
+    input:
+        train="results/data/adult/train.parquet",
+        test="results/data/adult/test.parquet",
+    output:
+        csv=report("tables/proposetest_adult.csv", caption="../report/proposetest.rst", category="Propose-test"),
+        md="tables/proposetest_adult.md",
+    params:
+        cfg=config["proposetest"]["adult"],
+        seed=config["seed"],
+        config_label=config_label(),
+    log:
+        "logs/proposetest/adult.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/proposetest_adult.py"

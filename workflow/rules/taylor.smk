@@ -1,0 +1,68 @@
+# Paper 002 (Taylor estimation of loss vs epsilon for objective perturbation): Fig. 1, Table 1, Fig. 2.
+
+
+def taylor_targets():
+    return ["figures/taylor_fig1.pdf", "tables/taylor_table1.csv", "figures/taylor_fig2.pdf"]
+
+
+def taylor_pairs():
+    return [(d, l) for d in config["taylor"]["datasets"] for l in config["taylor"]["losses"]]
+
+
+rule taylor_measure:
+    input:
+        "results/data/{dataset}/train.parquet",
+    output:
+        "results/taylor/{dataset}/{loss}/n{n}-r{repeats}.parquet",
+    wildcard_constraints:
+        dataset="adult|kddcup99|gisette",
+        loss="logistic|huber",
+        n=r"[1-9]\d*",
+        repeats=r"[1-9]\d*",
+    params:
+        cfg=config["taylor"],
+        seed=config["seed"],
+    log:
+        "logs/taylor/{dataset}/{loss}/n{n}-r{repeats}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/taylor_measure.py"
+
+
+rule taylor_fig1_table1:
+    input:
+        [f"results/taylor/{d}/{l}/n{config['taylor']['samples']}-r{config['taylor']['repeats']}.parquet" for d, l in taylor_pairs()],
+    output:
+        fig=report("figures/taylor_fig1.pdf", caption="../report/taylor.rst", category="Taylor estimation"),
+        csv=report("tables/taylor_table1.csv", caption="../report/taylor.rst", category="Taylor estimation"),
+        md="tables/taylor_table1.md",
+    params:
+        pairs=taylor_pairs(),
+        cfg=config["taylor"],
+        config_label=config_label(),
+    log:
+        "logs/taylor/fig1_table1.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/taylor_fig1_table1.py"
+
+
+rule taylor_fig2:
+    input:
+        table="tables/taylor_table1.csv",
+        runs=[f"results/taylor/{d}/{l}/n{n}-r{config['taylor']['fig2']['repeats']}.parquet" for d in config["taylor"]["fig2"]["datasets"]
+              for l in config["taylor"]["losses"] for n in config["taylor"]["fig2"]["samples"]],
+    output:
+        report("figures/taylor_fig2.pdf", caption="../report/taylor.rst", category="Taylor estimation"),
+    params:
+        runs=[(d, l, n) for d in config["taylor"]["fig2"]["datasets"] for l in config["taylor"]["losses"]
+              for n in config["taylor"]["fig2"]["samples"]],
+        config_label=config_label(),
+    log:
+        "logs/taylor/fig2.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/taylor_fig2.py"

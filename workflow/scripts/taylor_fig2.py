@@ -1,0 +1,18 @@
+import numpy as np
+
+from dptradeoff.io import read_provenance
+from dptradeoff.plots.proposetest_taylor import taylor_fig2
+from dptradeoff.problems.tables import read_frame
+from dptradeoff.stats.tables import read
+from dptradeoff.workflow_support import rule_context
+
+with rule_context(snakemake):
+    table = read(snakemake.input.table)
+    table = table[table["derivative"] == "eq6"].set_index(["dataset", "loss"])
+    frames = {}
+    for (dataset, loss, n), path in zip(snakemake.params.runs, snakemake.input.runs):
+        frame = read_frame(path)
+        best = float(table.loc[(dataset, loss), "best_measuring"])   # Table 1's best measuring point (eq. 6)
+        frames[(dataset, loss, read_provenance(path)["n"])] = frame[np.isclose(frame["measuring"], best)]
+    sources = [read_provenance(p)["source_label"] for p in snakemake.input.runs]
+    taylor_fig2(frames, sources, snakemake.output[0], snakemake.params.config_label)
