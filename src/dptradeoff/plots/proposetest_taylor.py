@@ -58,6 +58,9 @@ def taylor_fig1(frames: dict[tuple[str, str], pd.DataFrame], measuring: list[flo
                 if len(sel):
                     est = sel.groupby("target")["estimate"].mean()
                     ax.plot(est.index, est.values, style, color=f"C{k}", lw=1, label=f"{derivative} from eps = {m:g}")
+        # eq. 6's lines can leave the loss's range by orders of magnitude: keep the actual curve readable
+        span = max(float(actual.max() - actual.min()), 0.02)
+        ax.set_ylim(float(actual.min()) - span, float(actual.max()) + span)
         ax.set_title(f"{dataset}, {loss}", fontsize=8)
         ax.set_xlabel("target eps")
         ax.set_ylabel("empirical loss")
