@@ -57,3 +57,12 @@ def test_total_adds_training_and_tuning():
     total = accounting.total(1.0, 1e-5, 0.1, 7, 1e-6)
     assert total.epsilon == pytest.approx(1.0 + accounting.advanced_composition(0.1, 7, 1e-6))
     assert total.delta == pytest.approx(1.1e-5) and total.iterations == 7
+
+
+def test_float_rounding_cannot_add_an_accumulation():
+    """The guard counts accumulated steps as an integer m (u = u0 + m g), so floating-point sums of
+    0.1 (ten of which stay below 1) cannot buy an accumulation beyond the bound. Noise-free,
+    u* just above 1, g = 0.1: the exact-arithmetic run S S S F F S F F S, ending at u = 1."""
+    trace = propose_test(np.array([1.0 + 1e-9]), partitions=1, eps0=1e12, granularity=0.1, u0=0.0, rng=np.random.default_rng(0))
+    assert trace.accumulated == [True, True, True, False, False, True, False, False, True]
+    assert trace.u[-1] == pytest.approx(1.0) and trace.iterations <= worst_case_iterations(1.0, 0.0, 0.1)

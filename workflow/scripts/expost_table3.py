@@ -16,7 +16,8 @@ with rule_context(snakemake):
             f"released (over the trials that stopped; *_stopped = trials that released a model, *_met = trials whose "
             f"model meets the bar on the test set). Alg. 3 at RDP order {t3['alpha']}, eps' = {t3['eps_prime']}, at most "
             f"{t3['max_attempts']} attempts; doubling over budgets {t3['doubling']['budgets']} with Papernot-Steinke "
-            f"(eta = {t3['doubling']['eta']}, E[K] = {t3['doubling']['mean_runs']}); Brownian + AboveThreshold "
+            f"(eta = {t3['doubling']['eta']}, E[K] = {t3['doubling']['mean_runs']}; RDP summed at order {t3['alpha']} and "
+            f"converted there, like Alg. 3); Brownian + AboveThreshold "
             f"(eps_AT = {t3['brownian']['above_threshold_eps']}). MNIST model: mlp2 (paper: CNN). paper_* = the "
             f"paper's values (100 trials). Config: {p.config_label}.")
     write(frame, snakemake.output.csv, snakemake.output.md, note)

@@ -15,6 +15,6 @@ with rule_context(snakemake):
     note = (f"Paper 003 Alg. 1 on adult logistic regression: {cfg['partitions']} partitions trained without noise, "
             f"eps0 = {cfg['eps0']}, g = {cfg['granularity']}, u0 = {cfg['u0']}; final DP-SGD at ({cfg['epsilon']}, "
             f"{cfg['delta']}); tuning by advanced composition with delta' = {cfg['delta_prime']}: epsilon_total_worst_case "
-            f"over the guarded bound on iterations (a guarantee), epsilon_total_realised over the iterations that ran "
-            f"(the paper's empirical view). Data: {source}. Config: {snakemake.params.config_label}.")
+            f"over the guarded bound on iterations (the DP guarantee), epsilon_total_realised over the iterations that ran "
+            f"(the paper's empirical view; not a DP guarantee, since the count depends on the data). Data: {source}. Config: {snakemake.params.config_label}.")
     write(frame, snakemake.output.csv, snakemake.output.md, note)

@@ -27,6 +27,8 @@ with rule_context(snakemake):
             f"{cfg['targets']['stop']} and {cfg['repeats']} repeats, per measuring point; objective perturbation "
             f"(c = {cfg['c']}, lambda = {cfg['lambda']}, solver {cfg['solver']}, {cfg['iterations']} steps of "
             f"{cfg['learning_rate']}); derivative eq6 = paper 002's formula (assumes the model minimises the objective), "
-            f"unrolled = the exact derivative of the gradient-descent model; paper_* = the paper's values. "
+            f"unrolled = the exact derivative of the gradient-descent model; paper_* = the paper's values. Privacy: "
+            f"Chaudhuri et al.'s eps-DP proof needs the exact minimiser, so with solver gd eps labels the noise level "
+            f"(as in paper 002), not a guarantee for the trained models; the estimates read the private data. "
             f"Config: {snakemake.params.config_label}.")
     write(pd.DataFrame(rows), snakemake.output.csv, snakemake.output.md, note)

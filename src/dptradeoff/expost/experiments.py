@@ -132,7 +132,8 @@ def ml_trials(task: ml.TaskData, candidates: pd.DataFrame, bottom: float, cfg: d
             "brownian": ml.brownian_trial(task, np.asarray(b["eps"], dtype=float), b["above_threshold_eps"], cfg["delta"],
                                           b["ridge"], b["gamma"], make_rng(*seed_parts, "brownian", trial), theta_cache),
             "doubling": ml.doubling_trial(task, cands, n, t3["doubling"]["budgets"], t3["doubling"]["eta"],
-                                          t3["doubling"]["mean_runs"], cfg["delta"], make_rng(*seed_parts, "doubling", trial)),
+                                          t3["doubling"]["mean_runs"], t3["alpha"], cfg["delta"],
+                                          make_rng(*seed_parts, "doubling", trial)),
             "alg3": ml.alg3_trial(task, cands, eps_rdp, costs, bottom, t3["eps_prime"], t3["alpha"], cfg["delta"],
                                   t3["max_attempts"], make_rng(*seed_parts, "alg3", trial)),
         }

@@ -30,7 +30,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
 from .. import UserError
 from ..privacy import dpsgd
@@ -170,9 +169,13 @@ def alg3_trial(task: TaskData, cands: list[Candidate], eps_rdp: np.ndarray, cost
 
 
 def doubling_trial(task: TaskData, cands: list[Candidate], n: int, budgets: list[float], eta: float, mean: float,
-                   delta: float, rng: np.random.Generator) -> TrialResult:
-    orders = np.asarray(dpsgd.ORDERS)
-    total = np.zeros(len(orders))
+                   alpha: float, delta: float, rng: np.random.Generator) -> TrialResult:
+    """Doubling over `budgets`, each step a Papernot-Steinke tuning; the RDP of the steps that ran
+    adds up at the fixed order alpha (an RDP filter: the stopping step depends on the data) and is
+    converted once with Lemma 7 / the classic conversion at that order."""
+    orders = np.array(sorted(set(dpsgd.ORDERS) | {float(alpha)}))
+    at_alpha = int(np.flatnonzero(orders == alpha)[0])
+    total = 0.0
     gamma = tnb_gamma(eta, mean)
     runs = 0
     for budget in budgets:
@@ -180,15 +183,14 @@ def doubling_trial(task: TaskData, cands: list[Candidate], n: int, budgets: list
         if not pool:
             raise UserError(f"The doubling budget {budget} is not one of the grid's eps values; add it to the grid.")
         # The mechanism P&S repeats picks hyperparameters at random: its RDP is at most the worst member's.
-        curve = np.max([rdp_curve(c, n) for c in pool], axis=0)
-        total += papernot_steinke_rdp(orders, curve, eta, mean)
+        curve = np.max([rdp_curve(c, n, tuple(orders)) for c in pool], axis=0)
+        total += float(papernot_steinke_rdp(orders, curve, eta, mean)[at_alpha])
         k = sample_tnb(eta, gamma, rng)
         utilities = [train_and_score(task, pool[rng.integers(len(pool))], rng) for _ in range(k)]
         runs += k
         best = max(utilities, key=task.score)
         if task.meets(best):
-            eps, _ = rdp_lib.compute_epsilon(list(orders), list(total), delta)
-            return TrialResult(float(eps), True, runs)
+            return TrialResult(rdp_to_dp(total, alpha, delta), True, runs)
     return TrialResult(math.inf, False, runs)
 
 

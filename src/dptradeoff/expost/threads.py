@@ -130,7 +130,7 @@ def _alg3_attempt(count: float, sigmas: np.ndarray, eps_run: np.ndarray, copies:
 
 def _alg3_laplace_thread(count, grid, filt: ExPostFilter, eps_prime, expected_runs, rng) -> float | None:
     while True:
-        fits = grid[2 * grid + eps_prime <= filt.remaining + 1e-12]
+        fits = grid[[filt.admits(2 * float(e) + eps_prime) for e in grid]]
         if not len(fits):
             return None
         worst = 2 * float(fits[-1]) + eps_prime

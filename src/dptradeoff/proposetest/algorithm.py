@@ -39,27 +39,36 @@ def propose_test(utilities: np.ndarray, partitions: int, eps0: float, granularit
     if not (eps0 > 0 and 0 < granularity < 1 and 0 <= u0 < 1 and partitions >= 1):
         raise UserError(f"Alg. 1 needs eps0 > 0, g in (0, 1), u0 in [0, 1) and k >= 1; got eps0 = {eps0}, "
                         f"g = {granularity}, u0 = {u0}, k = {partitions}.")
-    u, step = float(u0), 1
+    # u = u0 + m g with m the integer sum of the accumulated steps: the guard u >= 1 becomes
+    # m >= accumulations_to_one, so float rounding cannot allow one accumulation too many.
+    m, step = 0, 1
+    cap = accumulations_to_one(u0, granularity)
     trace = Trace(selected=None)
     threshold_scale, query_scale = 2.0 / (partitions * eps0), 4.0 / (partitions * eps0)
     while step != 0:
+        u = u0 + m * granularity
         proposal = u + step * granularity + rng.laplace(0.0, threshold_scale)
         accumulated = False
         for s, us in enumerate(utilities):
             if us + rng.laplace(0.0, query_scale) >= proposal:
                 trace.selected = s
-                u += step * granularity
+                m += step
                 accumulated = True
                 step *= 2
                 break
         if not accumulated:
             step //= 2
-        trace.u.append(u)
+        trace.u.append(u0 + m * granularity)
         trace.step.append(step)
         trace.accumulated.append(accumulated)
-        if u >= 1:
+        if m >= cap:   # u >= 1
             break
     return trace
+
+
+def accumulations_to_one(u0: float, granularity: float) -> int:
+    """The smallest m with u0 + m g >= 1 (up to rounding of (1 - u0)/g by 1e-9)."""
+    return max(0, math.ceil((1.0 - u0) / granularity - 1e-9))
 
 
 def worst_case_iterations(u_star: float, u0: float, granularity: float) -> int:
@@ -67,8 +76,9 @@ def worst_case_iterations(u_star: float, u0: float, granularity: float) -> int:
     doubling (log2(step) rises by one per accumulation and falls by one per failure), so
     T <= 2 A + 1 with A <= ceil((u_top - u0) / g) accumulations. u_top = 1 is the guard's bound;
     the paper states it with the best utility u*."""
-    accumulations = math.ceil(max(u_star - u0, 0.0) / granularity - 1e-12)
-    return 2 * accumulations + 1
+    if u_star >= 1.0:
+        return 2 * accumulations_to_one(u0, granularity) + 1
+    return 2 * max(0, math.ceil((u_star - u0) / granularity - 1e-9)) + 1
 
 
 def zigzag_path(u0: float, granularity: float, iterations: int) -> tuple[list[float], list[int]]:
