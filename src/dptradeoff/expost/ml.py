@@ -180,8 +180,8 @@ def doubling_trial(task: TaskData, cands: list[Candidate], n: int, budgets: list
     runs = 0
     for budget in budgets:
         pool = [c for c in cands if math.isclose(c.eps, budget)]
-        if not pool:
-            raise UserError(f"The doubling budget {budget} is not one of the grid's eps values; add it to the grid.")
+        if not pool:   # every candidate at this budget was dropped by the calibration (see candidates())
+            continue
         # The mechanism P&S repeats picks hyperparameters at random: its RDP is at most the worst member's.
         curve = np.max([rdp_curve(c, n, tuple(orders)) for c in pool], axis=0)
         total += float(papernot_steinke_rdp(orders, curve, eta, mean)[at_alpha])
