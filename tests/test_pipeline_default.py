@@ -12,7 +12,7 @@ EXPECTED = {
     "mnist/train.parquet": (4000, 784), "mnist/test.parquet": (1000, 784),
     "gisette/train.parquet": (None, 5000), "gisette/test.parquet": (None, 5000),
     "twitter/train.parquet": (16000, 77), "twitter/test.parquet": (4000, 77),
-    "kddcup99/train.parquet": (16000, 118), "kddcup99/test.parquet": (4000, 118),
+    "kddcup99/train.parquet": (24000, 118), "kddcup99/test.parquet": (6000, 118),
 }
 
 

@@ -174,3 +174,25 @@ EXAMPLE_NAMES = {"outpert": "Output-perturbation logistic regression (adult)", "
 
 def batch_chain():
     return f"bo-q{config['statistics']['batch_comparison']['batch_size']}"
+
+
+# Papers 004, 003, 002: the rows and targets of their rules.
+def expost_thread_rows(table):
+    rows = [f"S{n}" for n in config["expost"]["synthetic"]["samples"]]
+    return rows + (["Reddit"] if table == "table1" else [])
+
+
+def expost_targets():
+    return ["figures/expost_fig1.pdf", "tables/expost_table1.csv", "tables/expost_table2.csv", "tables/expost_table3.csv"]
+
+
+def proposetest_targets():
+    return ["figures/proposetest_fig1.pdf", "figures/proposetest_fig2.pdf", "tables/proposetest_adult.csv"]
+
+
+def taylor_targets():
+    return ["figures/taylor_fig1.pdf", "tables/taylor_table1.csv", "figures/taylor_fig2.pdf"]
+
+
+def taylor_pairs():
+    return [(d, l) for d in config["taylor"]["datasets"] for l in config["taylor"]["losses"]]

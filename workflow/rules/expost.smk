@@ -1,15 +1,6 @@
 # Paper 004 (ex-post private tuning): Fig. 1 and Tables 1-3. Every trial table is Parquet.
 
 
-def expost_thread_rows(table):
-    rows = [f"S{n}" for n in config["expost"]["synthetic"]["samples"]]
-    return rows + (["Reddit"] if table == "table1" else [])
-
-
-def expost_targets():
-    return ["figures/expost_fig1.pdf", "tables/expost_table1.csv", "tables/expost_table2.csv", "tables/expost_table3.csv"]
-
-
 rule expost_invocations:
     output:
         "results/expost/invocations.parquet",

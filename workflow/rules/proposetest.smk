@@ -1,10 +1,6 @@
 # Paper 003 (propose-test tuning with a doubling step): simulation figures and an adult run.
 
 
-def proposetest_targets():
-    return ["figures/proposetest_fig1.pdf", "figures/proposetest_fig2.pdf", "tables/proposetest_adult.csv"]
-
-
 rule proposetest_simulation:
     output:
         paths="results/proposetest/paths.parquet",

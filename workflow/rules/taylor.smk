@@ -1,14 +1,6 @@
 # Paper 002 (Taylor estimation of loss vs epsilon for objective perturbation): Fig. 1, Table 1, Fig. 2.
 
 
-def taylor_targets():
-    return ["figures/taylor_fig1.pdf", "tables/taylor_table1.csv", "figures/taylor_fig2.pdf"]
-
-
-def taylor_pairs():
-    return [(d, l) for d in config["taylor"]["datasets"] for l in config["taylor"]["losses"]]
-
-
 rule taylor_measure:
     input:
         "results/data/{dataset}/train.parquet",
