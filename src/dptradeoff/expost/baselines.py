@@ -41,18 +41,25 @@ def geometric_grid(start: float, ratio: float, top: float) -> np.ndarray:
 
 # --- pure DP, Laplace ------------------------------------------------------------------------
 
+def _doubling(value: float, costs: np.ndarray, sigmas: np.ndarray, budget: float, accept: Callable[[float, float], bool],
+              noise: Callable[[float], float]) -> Release:
+    """Fresh releases value + noise(sigma_i) while the running sum of costs fits in `budget`."""
+    spent, last = 0.0, -1
+    for i, (cost, sigma) in enumerate(zip(costs, sigmas)):
+        if spent + cost > budget:
+            break
+        spent, last = spent + cost, i
+        y = value + noise(float(sigma))
+        if accept(y, float(sigma)):
+            return Release(y, float(sigma), i, spent)
+    return Release(None, math.nan, last, spent)
+
+
 def doubling_laplace(value: float, grid: np.ndarray, budget: float, accept: Callable[[float, float], bool],
                      rng: np.random.Generator) -> Release:
-    """Fresh Laplace(1/eps_i) releases while the running sum of eps_i fits in `budget`."""
-    spent, last = 0.0, -1
-    for i, e in enumerate(grid):
-        if spent + e > budget:
-            break
-        spent, last = spent + e, i
-        y, sigma = value + rng.laplace(0.0, 1.0 / e), math.sqrt(2.0) / e
-        if accept(y, sigma):
-            return Release(y, sigma, i, spent)
-    return Release(None, math.nan, last, spent)
+    """Fresh Laplace(1/eps_i) releases (sd sqrt(2)/eps_i) while the running sum of eps_i fits in `budget`."""
+    return _doubling(value, grid, math.sqrt(2.0) / np.asarray(grid), budget, accept,
+                     lambda sigma: rng.laplace(0.0, sigma / math.sqrt(2.0)))
 
 
 def laplace_noise_reduction_noises(grid: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -95,16 +102,8 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 def doubling_gaussian(value: float, rhos: np.ndarray, rho_budget: float, accept: Callable[[float, float], bool],
                       rng: np.random.Generator) -> Release:
     """Fresh Gaussian releases with sigma_i = 1/sqrt(2 rho_i) while the zCDP sum fits `rho_budget`."""
-    spent, last = 0.0, -1
-    for i, rho in enumerate(rhos):
-        if spent + rho > rho_budget:
-            break
-        spent, last = spent + rho, i
-        sigma = 1.0 / math.sqrt(2.0 * rho)
-        y = value + rng.normal(0.0, sigma)
-        if accept(y, sigma):
-            return Release(y, sigma, i, spent)
-    return Release(None, math.nan, last, spent)
+    return _doubling(value, rhos, 1.0 / np.sqrt(2.0 * np.asarray(rhos)), rho_budget, accept,
+                     lambda sigma: rng.normal(0.0, sigma))
 
 
 def brownian_boundary(t_ref: float, delta: float) -> tuple[float, float]:
@@ -146,13 +145,3 @@ def papernot_steinke_rdp(orders: Sequence[float], rdp: Sequence[float], eta: flo
     above = orders > 1
     out[above] = rdp[above] + c + math.log(mean) / (orders[above] - 1)
     return out
-
-
-def papernot_steinke_tuning(run: Callable[[np.random.Generator], tuple[float, object]], eta: float, mean: float,
-                            rng: np.random.Generator) -> tuple[float, object, int]:
-    """Run `run` (returns (score, output)) K ~ TNB(eta, gamma) times; return the best score, its output and K."""
-    from .distributions import sample_tnb
-
-    k = sample_tnb(eta, tnb_gamma(eta, mean), rng)
-    best = max((run(rng) for _ in range(k)), key=lambda so: so[0])
-    return best[0], best[1], k

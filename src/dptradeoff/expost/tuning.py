@@ -20,7 +20,6 @@ import numpy as np
 from scipy import optimize
 
 from .. import UserError
-from .above_threshold import Selection
 from .distributions import keep_probability_mean, sample_k
 
 
@@ -85,9 +84,3 @@ def random_dropping_tuning(mechanisms: Sequence[Callable[[np.random.Generator], 
             if best_key is None or key > best_key:
                 best_key, best = key, (i, o)
     return best[0], best[1], runs
-
-
-def select_pure_dp(mechanisms, eps, eps_prime, rng, score=lambda o: o) -> Selection:
-    """Alg. 3 with geometric dropping and Thm 11's ex-post cost."""
-    i, o, _ = random_dropping_tuning(mechanisms, eps, eps_prime, rng, score, "geometric")
-    return Selection(i, o, pure_dp_cost(None if i is None else float(eps[i]), eps_prime))
