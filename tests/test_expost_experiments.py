@@ -85,10 +85,13 @@ def test_invocation_curves_span_the_figure():
         assert np.all(np.diff(g.sort_values("mean")["std"].to_numpy()) > 0)
 
 
-def test_noise_calibration_meets_its_target():
-    z = ml.calibrate_noise(5000, 250, 3, 0.5, 1e-6)
-    eps = dpsgd.epsilon(5000, 250, 3, z, 1e-6)
-    assert eps <= 0.5 and eps >= 0.49
+def test_candidates_record_the_epsilon_at_their_noise():
+    """Each Table 3 candidate carries its run's epsilon at the calibrated noise (<= its grid epsilon)."""
+    grid = {"eps": [0.2, 0.5], "learning_rate": [0.1], "epochs": [5], "batch_size": [256], "clip": [1.0]}
+    cands = ml.candidates(grid, 857, 1e-6)
+    assert [c.eps for c in cands] == [0.2, 0.5]
+    for c in cands:
+        assert c.eps_achieved == dpsgd.epsilon(857, 256, 5, c.noise, 1e-6) and 0.98 * c.eps <= c.eps_achieved <= c.eps
 
 
 def test_brownian_times_hit_the_requested_epsilons():
@@ -109,7 +112,80 @@ def test_above_threshold_stops_at_a_clear_crossing():
 
 def test_ml_table_counts_trials_that_stopped():
     frame = pd.DataFrame({"method": ["alg3"] * 3, "trial": [0, 1, 2], "epsilon": [0.3, 0.5, math.inf],
-                          "met": [True, True, False], "runs": [3, 4, 50]})
+                          "met": [True, True, False], "runs": [3, 4, 50], "spent": [0.3, 0.5, 1.3]})
     row = experiments.ml_table({"gisette": frame}).iloc[0]
     assert row["alg3_epsilon"] == pytest.approx(0.4) and row["alg3_stopped"] == "2/3" and row["alg3_met"] == "2/3"
+    # the trial that never released a model spent its budget too
+    assert row["alg3_epsilon_spent_all_trials"] == pytest.approx(0.7)
     assert row["paper_alg3_epsilon"] == 0.23
+
+
+def test_pure_runs_charge_each_mechanism_its_theorems_cost():
+    """Counts so large that every release is accepted: doubling pays eps_0 per thread; noise reduction
+    is admitted at the top budget that fits and pays eps_0; Alg. 3 pays 2 eps_i + eps' (Thm 11) for the
+    release it selects and 0 for bottom, admitted at 2 max(eps) + eps'."""
+    counts = np.full(5, 10**7)
+    grid = baselines.geometric_grid(0.001, math.sqrt(2), 3.0)
+    rng = np.random.default_rng(4)
+    doubling = threads.run_pure(counts, "doubling", 3.0, 0.001, math.sqrt(2), 0.001, 1.0, rng)
+    assert doubling.charges == ((0.001, 0.001),) * 5 and doubling.answers == 5
+    reduction = threads.run_pure(counts, "noise_reduction", 3.0, 0.001, math.sqrt(2), 0.001, 1.0, rng)
+    remaining = 3.0
+    for realised, worst in reduction.charges:
+        assert realised == pytest.approx(0.001) and worst == grid[grid <= remaining][-1]
+        remaining -= realised
+    eps_prime = 0.001
+    alg3 = threads.run_pure(counts, "alg3", 3.0, 0.001, math.sqrt(2), eps_prime, 1.0, rng)
+    remaining = 3.0
+    for realised, worst in alg3.charges:
+        fits = grid[2 * grid + eps_prime <= remaining * (1 + 1e-12)]
+        assert worst == pytest.approx(2 * fits[-1] + eps_prime)
+        assert realised == 0.0 or np.isclose(realised, 2 * fits + eps_prime).any()
+        remaining -= realised
+    assert sum(r > 0 for r, _ in alg3.charges) == alg3.answers == 5
+
+
+def test_thread_orders():
+    counts = np.array([3, 50, 7, 900])
+    assert threads.order_threads(counts, "given", np.random.default_rng(0)).tolist() == [3, 50, 7, 900]
+    assert threads.order_threads(counts, "by_count", np.random.default_rng(0)).tolist() == [900, 50, 7, 3]
+    shuffled = threads.order_threads(counts, "random", np.random.default_rng(0))
+    assert sorted(shuffled.tolist()) == [3, 7, 50, 900]
+    assert shuffled.tolist() == threads.order_threads(counts, "random", np.random.default_rng(0)).tolist()
+    # the runs take the threads in the order given: a tiny first thread ends doubling's run at once
+    first_small = threads.run_pure(np.array([1, 10**6, 10**6]), "doubling", 10.0, 0.001, math.sqrt(2), 0.001, 1.0,
+                                   np.random.default_rng(0))
+    assert first_small.answers == 0
+
+
+def test_alg3_trial_charges_thm13_costs_of_what_it_selected():
+    """Table 3's Alg. 3: spent = (bottom attempts) x bottom cost + the selected candidate's Thm 13 cost,
+    converted by Lemma 7 (a bar every model meets stops at the first non-bottom attempt)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 4))
+    y = (x[:, 0] > 0).astype(float)
+    task = ml.prepare("gisette", x[:200], y[:200], x[200:], y[200:], threshold=0.0, target_bound=1.0)
+    grid = {"eps": [0.5, 1.0], "learning_rate": [0.5], "epochs": [1], "batch_size": [50], "clip": [1.0]}
+    cands = ml.candidates(grid, 200, 1e-6)
+    alpha, eps_prime, delta = 16.0, 0.1, 1e-6
+    eps_rdp = np.array([ml.rdp_curve(c, 200, (alpha,))[0] for c in cands])
+    from dptradeoff.expost.tuning import rdp_cost
+    costs, bottom = rdp_cost(eps_rdp, eps_prime, alpha)
+    for seed in range(5):
+        result = ml.alg3_trial(task, cands, eps_rdp, costs, bottom, eps_prime, alpha, delta, 50, np.random.default_rng(seed))
+        assert result.met and result.spent == result.epsilon
+        rdp_spent = result.epsilon - math.log(1 / delta) / (alpha - 1)
+        bottoms = (rdp_spent - costs) / bottom
+        assert np.any(np.isclose(bottoms, np.round(bottoms), atol=1e-6) & (np.round(bottoms) >= 0)), (rdp_spent, costs, bottom)
+
+
+def test_brownian_trial_that_never_stops_spends_its_whole_path():
+    """A bar no model can meet: AboveThreshold never stops, every release was made, and the trial spent
+    the last release's epsilon plus AboveThreshold's."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 4))
+    y = (x[:, 0] > 0).astype(float)
+    task = ml.prepare("gisette", x[:200], y[:200], x[200:], y[200:], threshold=1.01, target_bound=1.0)
+    grid = np.array([0.1, 0.2, 0.4])
+    result = ml.brownian_trial(task, grid, 0.01, 1e-6, 1e-3, 1e-3, rng, {})
+    assert not result.met and result.epsilon == math.inf and result.spent == pytest.approx(0.41)

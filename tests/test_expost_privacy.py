@@ -125,23 +125,28 @@ def alg2_distribution(qs, eps, eps_prime, tau):
     return out, float(np.sum(pk * none_yet))
 
 
-def alg3_distribution(qs, eps, eps_prime, dropping="geometric"):
-    """P[(o, i)] and P[bottom] of Alg. 3 (order: output first, then index)."""
-    d, m = len(qs), len(qs[0])
+def dropping_weights(eps_prime, dropping):
+    """Points k and weights of the dropping variable: Geom_{e^{-eps'}} exactly (truncated at KMAX), or
+    Exp_{eps'} by the midpoint rule on u = 1 - e^{-eps' k}."""
     if dropping == "geometric":
         k = np.arange(KMAX, dtype=float)
-        weights = geom_pmf(k, eps_prime)
-    else:  # Exp_{eps'} by Gauss-Laguerre-free quadrature on a fine grid of u = 1 - e^{-eps' x}
-        u = (np.arange(200_000) + 0.5) / 200_000
-        k = -np.log1p(-u) / eps_prime
-        weights = np.full(len(u), 1 / len(u))
+        return k, geom_pmf(k, eps_prime)
+    u = (np.arange(200_000) + 0.5) / 200_000
+    return -np.log1p(-u) / eps_prime, np.full(len(u), 1 / len(u))
+
+
+def alg3_distribution(qs, eps, eps_prime, dropping="geometric", key=lambda o, i: (o, i)):
+    """P[(o, i)] and P[bottom] of Alg. 3 over mechanisms i with output laws qs[i] on {0..m-1}, for the
+    total order `key` on (output, index) pairs (default: the paper's lexicographic order)."""
+    d, m = len(qs), len(qs[0])
+    k, weights = dropping_weights(eps_prime, dropping)
     out = np.zeros((d, m))
     for i in range(d):
         for o in range(m):
             prod = weights * np.exp(-eps[i] * k) * qs[i][o]
             for j in range(d):
                 if j != i:
-                    above = qs[j][o + 1:].sum() + (qs[j][o] if j > i else 0.0)
+                    above = sum(qs[j][o2] for o2 in range(m) if key(o2, j) > key(o, i))
                     prod = prod * (1 - np.exp(-eps[j] * k) * above)
             out[i, o] = prod.sum()
     bottom = float(np.sum(weights * np.prod([1 - np.exp(-e * k) for e in eps], axis=0)))
@@ -160,6 +165,27 @@ def test_alg2_exact_distribution_satisfies_theorem_10(seed):
         for i, e in enumerate(eps):
             assert np.all(a[i] <= math.exp(2 * e + eps_prime) * b[i] * (1 + 1e-9) + 1e-300)
         assert ba <= math.exp(eps_prime) * bb * (1 + 1e-9)
+
+
+def test_alg2_implementation_samples_the_exact_distribution():
+    """`random_dropping_threshold` (Alg. 2) samples the distribution that Thm 10 is checked on."""
+    rng = np.random.default_rng(4)
+    eps, eps_prime, tau = np.array([0.3, 0.8, 0.1]), 0.2, 2
+    qs = [dp_pair(5, e, rng)[0] for e in eps]
+    dist, bottom = alg2_distribution(qs, eps, eps_prime, tau)
+    mechanisms = [lambda r, q=q: int(r.choice(len(q), p=q)) for q in qs]
+    n = 30_000
+    counts, n_bottom = np.zeros_like(dist), 0
+    for _ in range(n):
+        s = at.random_dropping_threshold(mechanisms, eps, eps_prime, tau, rng)
+        if s.index is None:
+            n_bottom += 1
+            assert s.cost == eps_prime
+        else:
+            counts[s.index, s.output] += 1
+            assert s.cost == pytest.approx(2 * eps[s.index] + eps_prime)
+    assert np.allclose(counts / n, dist, atol=4 * np.sqrt(dist / n) + 1e-3)
+    assert n_bottom / n == pytest.approx(bottom, abs=4 * math.sqrt(bottom / n) + 1e-3)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -188,22 +214,65 @@ def test_alg3_check_detects_a_mechanism_that_is_not_eps_dp():
     assert excess > 0.01
 
 
+def _sample_alg3(qs, eps, eps_prime, dropping, key, copies, n, rng):
+    """Frequencies of (index, output) and of bottom over n runs of `tuning.random_dropping_tuning`."""
+    mechanisms = [lambda r, q=q: int(r.choice(len(q), p=q)) for q in qs]
+    counts, n_bottom = np.zeros((len(qs), len(qs[0]))), 0
+    for _ in range(n):
+        i, o, _ = tuning.random_dropping_tuning(mechanisms, eps, eps_prime, rng, key, dropping, copies)
+        if i is None:
+            n_bottom += 1
+        else:
+            counts[i, o] += 1
+    return counts / n, n_bottom / n
+
+
 def test_alg3_implementation_samples_the_exact_distribution():
     rng = np.random.default_rng(5)
     eps, eps_prime = np.array([0.5, 0.2, 1.0]), 0.3
     qs = [dp_pair(3, e, rng)[0] for e in eps]
     dist, bottom = alg3_distribution(qs, eps, eps_prime)
-    mechanisms = [lambda r, q=q: int(r.choice(len(q), p=q)) for q in qs]
-    n = 30_000
-    counts, n_bottom = np.zeros_like(dist), 0
-    for _ in range(n):
-        i, o, _ = tuning.random_dropping_tuning(mechanisms, eps, eps_prime, rng)
-        if i is None:
-            n_bottom += 1
-        else:
-            counts[i, o] += 1
-    assert np.allclose(counts / n, dist, atol=4 * np.sqrt(dist / n) + 1e-3)
-    assert n_bottom / n == pytest.approx(bottom, abs=4 * math.sqrt(bottom / n) + 1e-3)
+    freq, freq_bottom = _sample_alg3(qs, eps, eps_prime, "geometric", lambda o, i: (o, i), None, 30_000, rng)
+    assert np.allclose(freq, dist, atol=4 * np.sqrt(dist / 30_000) + 1e-3)
+    assert freq_bottom == pytest.approx(bottom, abs=4 * math.sqrt(bottom / 30_000) + 1e-3)
+
+
+def threads_key(o, i):
+    """The order Tables 1-2 use (threads._alg3_attempt): 'accepted' outputs first (here: o >= 2), then the
+    smaller index, then the smaller output - not the paper's lexicographic order."""
+    return o >= 2, -i, -o
+
+
+@pytest.mark.parametrize("dropping", ["geometric", "exponential"])
+def test_alg3_with_copies_and_the_tables_order_samples_its_exact_distribution(dropping):
+    """The sampler the tables call, with copies of each mechanism (as Tables 1-2 give them) and the
+    tables' order, against the exact distribution of Alg. 3 over the expanded list of copies."""
+    rng = np.random.default_rng(6)
+    eps, eps_prime, copies = np.array([0.4, 0.9]), 0.3, np.array([3, 2])
+    qs = [dp_pair(4, e, rng)[0] for e in eps]
+    expand = np.repeat(np.arange(2), copies)
+    # copies of one mechanism are ordered by output alone (equal keys are the same candidate)
+    dist_copies, bottom = alg3_distribution([qs[j] for j in expand], eps[expand], eps_prime, dropping,
+                                            key=lambda o, c: (*threads_key(o, expand[c]), -c))
+    dist = np.array([dist_copies[expand == j].sum(axis=0) for j in range(2)])
+    n = 40_000
+    freq, freq_bottom = _sample_alg3(qs, eps, eps_prime, dropping, threads_key, copies, n, rng)
+    assert np.allclose(freq, dist, atol=4 * np.sqrt(dist / n) + 1e-3)
+    assert freq_bottom == pytest.approx(bottom, abs=4 * math.sqrt(bottom / n) + 1e-3)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_alg3_with_the_tables_order_satisfies_theorem_11(seed):
+    """Thm 11 holds for the tables' (non-lexicographic) order: every output, both directions."""
+    rng = np.random.default_rng(20 + seed)
+    eps, eps_prime = np.array([0.5, 0.2, 1.0]), 0.1
+    pairs = [dp_pair(4, e, rng) for e in eps]
+    d0, b0 = alg3_distribution([p[0] for p in pairs], eps, eps_prime, key=threads_key)
+    d1, b1 = alg3_distribution([p[1] for p in pairs], eps, eps_prime, key=threads_key)
+    assert b0 == pytest.approx(b1, rel=1e-12)
+    for a, b in ((d0, d1), (d1, d0)):
+        for i, e in enumerate(eps):
+            assert np.all(a[i] <= math.exp(tuning.pure_dp_cost(e, eps_prime)) * b[i] * (1 + 1e-9))
 
 
 def renyi(p, q, alpha):
@@ -295,6 +364,23 @@ def test_filter_never_exceeds_budget():
             assert f.spent <= f.budget * (1 + 1e-12)
         with pytest.raises(Exception):
             f.charge(0.0, f.remaining + 1.0)
+
+
+def test_filter_charges_exactly_the_realised_costs_of_a_scripted_sequence():
+    """Admission uses the worst case; the charge is the realised cost; a refused mechanism costs nothing."""
+    f = expost_filter.ExPostFilter(1.0)
+    script = [(0.3, 0.1, True), (0.5, 0.5, True), (0.6, 0.0, False), (0.4, 0.2, True), (0.2, 0.2, True), (0.05, 0.0, False)]
+    spent = 0.0
+    for worst, realised, admitted in script:
+        assert f.admits(worst) is admitted, (worst, f.spent)
+        if admitted:
+            f.charge(realised, worst)
+            spent += realised
+        assert f.spent == pytest.approx(spent)
+    assert f.charges == [(0.1, 0.3), (0.5, 0.5), (0.2, 0.4), (0.2, 0.2)]
+    assert f.spent == pytest.approx(1.0) and not f.admits(1e-9) and f.admits(0.0)
+    with pytest.raises(Exception):
+        f.charge(0.3, 0.2)   # a realised cost above its declared worst case is refused
 
 
 def test_lemma7_conversion_on_all_subsets():

@@ -29,6 +29,13 @@ def test_proposetest_and_taylor_outputs(run_snakemake, tmp_path):
     adult = read(str(work / "tables/proposetest_adult.csv")).iloc[0]
     assert 0.5 <= adult["test_accuracy"] <= 1 and adult["iterations"] <= adult["worst_case_iterations"]
     assert adult["delta_total"] == pytest.approx(1.1e-5) and "embedded" in adult["source"]
+    # the released table holds only what the DP total covers; the training's epsilon is the one at the noise used
+    assert not {"selected_validation_utility", "best_validation_utility"} & set(adult.index)
+    assert adult["epsilon_train"] <= adult["epsilon_train_target"]
+    assert adult["epsilon_total"] == pytest.approx(adult["epsilon_train"] + adult["epsilon_tuning"])
+    diagnostics = work / "tables/nonprivate/proposetest_adult_diagnostics.csv"
+    assert "NOT COVERED BY ANY DP GUARANTEE" in diagnostics.read_text().splitlines()[0]
+    assert 0 <= read(str(diagnostics))["best_validation_utility"].iloc[0] <= 1
     table = read(str(work / "tables/taylor_table1.csv"))
     assert len(table) == 8 and {"error_0.10", "error_0.30", "paper_0.10"} <= set(table.columns)
     assert (table["n"] <= 500).all() and (table[["error_0.10", "error_0.30"]] >= 0).all().all()

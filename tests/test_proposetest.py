@@ -66,3 +66,30 @@ def test_float_rounding_cannot_add_an_accumulation():
     trace = propose_test(np.array([1.0 + 1e-9]), partitions=1, eps0=1e12, granularity=0.1, u0=0.0, rng=np.random.default_rng(0))
     assert trace.accumulated == [True, True, True, False, False, True, False, False, True]
     assert trace.u[-1] == pytest.approx(1.0) and trace.iterations <= worst_case_iterations(1.0, 0.0, 0.1)
+
+
+@pytest.mark.parametrize("utility", [0.1, 0.5, 0.9])
+def test_noise_scales_are_2_and_4_over_k_eps0(utility):
+    """The first iteration accumulates iff u_s + Lap(4/(k eps0)) >= u0 + g + Lap(2/(k eps0)) (AboveThreshold
+    for queries of sensitivity 1/k). Its frequency over many runs matches that probability, integrated
+    here from the two Laplace laws; other scales (e.g. noise calibrated to sensitivity 1 or halved) do not."""
+    from scipy import integrate
+
+    k, eps0, g = 10, 0.5, 0.3
+    threshold_scale, query_scale = 2 / (k * eps0), 4 / (k * eps0)
+
+    def exact(b_threshold, b_query):
+        # P[Q - T >= g - u] with T ~ Lap(b_threshold), Q ~ Lap(b_query)
+        tail = lambda t: 0.5 * math.exp(-t / b_query) if t >= 0 else 1 - 0.5 * math.exp(t / b_query)
+        density = lambda t: math.exp(-abs(t) / b_threshold) / (2 * b_threshold)
+        return integrate.quad(lambda t: density(t) * tail(g - utility + t), -40, 40, points=[utility - g, 0], limit=200)[0]
+
+    p = exact(threshold_scale, query_scale)
+    rng = np.random.default_rng(int(utility * 10))
+    n = 20_000
+    freq = np.mean([propose_test(np.array([utility]), k, eps0, g, 0.0, rng).accumulated[0] for _ in range(n)])
+    assert freq == pytest.approx(p, abs=4 * math.sqrt(p * (1 - p) / n) + 2e-3)
+    # the check can tell the scales apart
+    for wrong in ((threshold_scale / 2, query_scale), (threshold_scale, query_scale / 2)):
+        if abs(exact(*wrong) - p) > 0.02:
+            assert abs(freq - exact(*wrong)) > 4 * math.sqrt(p * (1 - p) / n)

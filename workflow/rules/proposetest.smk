@@ -41,6 +41,8 @@ rule proposetest_adult:
     output:
         csv=report("tables/proposetest_adult.csv", caption="../report/proposetest.rst", category="Propose-test"),
         md="tables/proposetest_adult.md",
+        diagnostics_csv="tables/nonprivate/proposetest_adult_diagnostics.csv",
+        diagnostics_md="tables/nonprivate/proposetest_adult_diagnostics.md",
     params:
         cfg=config["proposetest"]["adult"],
         seed=config["seed"],

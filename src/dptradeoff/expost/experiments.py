@@ -64,13 +64,15 @@ def thread_trials(counts: np.ndarray, table: str, cfg: dict, trials: int, seed_p
     for method in methods:
         for trial in range(trials):
             rng = make_rng(*seed_parts, table, method, trial)
+            # the same thread order for every method of a trial
+            ordered = threads.order_threads(counts, cfg["thread_order"], make_rng(*seed_parts, "thread_order", trial))
             if table == "table1":
                 t = cfg["table1"]
-                out = threads.run_pure(counts, method, cfg["budget"], grid["start"], grid["ratio"], t["eps_prime"],
+                out = threads.run_pure(ordered, method, cfg["budget"], grid["start"], grid["ratio"], t["eps_prime"],
                                        t["expected_runs"], rng)
             else:
                 t = cfg["table2"]
-                out = threads.run_approx(counts, method, cfg["budget"], cfg["delta"], grid["start"], grid["ratio"],
+                out = threads.run_approx(ordered, method, cfg["budget"], cfg["delta"], grid["start"], grid["ratio"],
                                          t["eps_prime"], t["expected_runs"], t["alpha"], t["window"], rng)
             rows.append({"method": method, "trial": trial, "answers": out.answers, "correct": out.correct,
                          "precision": out.precision, "spent": out.spent})
@@ -121,7 +123,7 @@ def ml_trials(task: ml.TaskData, candidates: pd.DataFrame, bottom: float, cfg: d
               seed_parts: tuple) -> pd.DataFrame:
     t3 = cfg["table3"]
     n = len(task.x_train)
-    cands = [ml.Candidate(r.eps, r.learning_rate, int(r.epochs), int(r.batch_size), r.clip, r.noise)
+    cands = [ml.Candidate(r.eps, r.learning_rate, int(r.epochs), int(r.batch_size), r.clip, r.noise, r.eps_achieved)
              for r in candidates.itertuples()]
     eps_rdp, costs = candidates["rdp_at_alpha"].to_numpy(), candidates["expost_rdp"].to_numpy()
     b = t3["brownian"]
@@ -138,7 +140,8 @@ def ml_trials(task: ml.TaskData, candidates: pd.DataFrame, bottom: float, cfg: d
                                   t3["max_attempts"], make_rng(*seed_parts, "alg3", trial)),
         }
         for method, r in results.items():
-            rows.append({"method": method, "trial": trial, "epsilon": r.epsilon, "met": r.met, "runs": r.runs})
+            rows.append({"method": method, "trial": trial, "epsilon": r.epsilon, "met": r.met, "runs": r.runs,
+                         "spent": r.spent})
     return pd.DataFrame(rows)
 
 
@@ -150,6 +153,8 @@ def ml_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
             finite = g["epsilon"][np.isfinite(g["epsilon"])]
             record[f"{method}_epsilon"] = finite.mean() if len(finite) else math.inf
             record[f"{method}_epsilon_sd"] = finite.std(ddof=0) if len(finite) else math.nan
+            # every trial spent budget, including those that never released a model
+            record[f"{method}_epsilon_spent_all_trials"] = g["spent"].mean()
             record[f"{method}_stopped"] = f"{len(finite)}/{len(g)}"
             record[f"{method}_met"] = f"{int(g['met'].sum())}/{len(g)}"
         for method, value in PAPER_TABLE3.get(dataset, {}).items():

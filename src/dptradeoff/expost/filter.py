@@ -2,9 +2,21 @@
 
 `ExPostFilter` is paper 004 Alg. 4: before each mechanism runs, the realised costs so far plus
 the mechanism's *largest possible* ex-post cost must fit in the budget; afterwards only the
-realised cost is charged. With RDP costs at one order alpha it is the ex-post RDP filter of
-Thm 16; with pure-DP (or approximate-DP epsilon) costs it is the filter of Rogers et al. 2016 /
-Lebensold et al. 2024. `rdp_to_dp` is Lemma 7's ex-post RDP -> ex-post (eps, delta) conversion.
+realised cost is charged. `rdp_to_dp` is Lemma 7's ex-post RDP -> ex-post (eps, delta) conversion.
+
+What the filter's total guarantees depends on what the costs are; it holds exactly when:
+- the costs are ex-post pure-DP epsilons (every output o of mechanism i has privacy loss at most
+  eps_i(o)): the run is budget-DP (Rogers et al. 2016; Lebensold et al. 2024; paper 004 Alg. 4);
+- the costs are ex-post RDP at one fixed order alpha: the run is (alpha, budget) ex-post RDP
+  (paper 004 Thm 16), converted by Lemma 7;
+- the costs are zCDP rhos chosen before each mechanism runs (fully adaptive zCDP composition);
+- the costs are approximate-DP epsilons only in two cases: each (eps_i, delta_i) is fixed before
+  mechanism i runs (Rogers et al.'s basic-composition filter), or each mechanism bounds its own
+  privacy loss random variable by its realised eps_i(o) except with probability delta_i, as
+  Brownian noise reduction stopped on a linear boundary does (Whitehouse et al. 2022); then the run
+  is (budget, sum of delta_i)-DP.
+A realised epsilon that is only some ex-ante (eps, delta) guarantee of a mechanism whose epsilon
+was picked after seeing its output is none of these, and the filter's total means nothing for it.
 """
 from __future__ import annotations
 
@@ -37,6 +49,7 @@ class ExPostFilter:
             raise UserError(f"The filter's budget must be > 0, got {budget}.")
         self.budget = float(budget)
         self.spent = 0.0
+        self.charges: list[tuple[float, float]] = []   # (realised, worst case) of every mechanism admitted
 
     @property
     def remaining(self) -> float:
@@ -52,3 +65,4 @@ class ExPostFilter:
             raise UserError(f"A mechanism with worst-case cost {worst_case_cost} (realised {realised_cost}) does not "
                             f"fit the remaining budget {self.remaining}: check admits() before running it.")
         self.spent += realised_cost
+        self.charges.append((float(realised_cost), float(worst_case_cost)))

@@ -36,8 +36,9 @@ from ..privacy import dpsgd
 from ..train import linear, outpert
 from ..train.hyper import DPSGDHyper
 from .baselines import brownian_epsilon, papernot_steinke_rdp
-from .distributions import sample_k, sample_tnb, tnb_gamma
+from .distributions import sample_tnb, tnb_gamma
 from .filter import rdp_to_dp
+from .tuning import random_dropping_tuning
 
 log = logging.getLogger(__name__)
 
@@ -90,19 +91,20 @@ def prepare(dataset: str, x_train, y_train, x_test, y_test, threshold: float, ta
 
 @dataclass(frozen=True)
 class Candidate:
-    eps: float
+    eps: float            # the grid's target epsilon (at delta)
     learning_rate: float
     epochs: int
     batch_size: int
     clip: float
     noise: float
+    eps_achieved: float   # the run's epsilon (at delta) at `noise`: <= eps
 
     def hyper(self) -> DPSGDHyper:
         return DPSGDHyper(self.epochs, self.batch_size, self.learning_rate, self.noise, self.clip)
 
 
 @functools.lru_cache(maxsize=None)
-def calibrate_noise(n: int, batch_size: int, epochs: int, eps: float, delta: float) -> float | None:
+def calibrate_noise(n: int, batch_size: int, epochs: int, eps: float, delta: float) -> dpsgd.Calibration | None:
     return dpsgd.calibrate_noise(n, batch_size, epochs, eps, delta)
 
 
@@ -111,12 +113,13 @@ def candidates(grid: dict, n: int, delta: float) -> list[Candidate]:
     out = []
     for eps, lr, epochs, batch, clip in itertools.product(grid["eps"], grid["learning_rate"], grid["epochs"],
                                                           sorted(set(batch_sizes)), grid["clip"]):
-        noise = calibrate_noise(n, int(batch), int(epochs), float(eps), delta)
-        if noise is None:
+        calibration = calibrate_noise(n, int(batch), int(epochs), float(eps), delta)
+        if calibration is None:
             log.warning("No noise multiplier <= %g makes DP-SGD (n=%d, m=%d, %d epochs) %g-DP; candidate dropped.",
                         dpsgd.MAX_NOISE, n, batch, epochs, eps)
             continue
-        out.append(Candidate(float(eps), float(lr), int(epochs), int(batch), float(clip), noise))
+        out.append(Candidate(float(eps), float(lr), int(epochs), int(batch), float(clip), calibration.noise,
+                             calibration.epsilon))
     if not out:
         raise UserError("No DP-SGD candidate of the grid can be calibrated to its epsilon; widen the grid.")
     return out
@@ -144,28 +147,32 @@ def train_and_score(task: TaskData, c: Candidate, rng: np.random.Generator) -> f
 
 @dataclass(frozen=True)
 class TrialResult:
-    epsilon: float        # ex-post epsilon at delta (inf if never met)
+    epsilon: float        # ex-post epsilon at delta of the released model (inf if none was released)
     met: bool
     runs: int             # model trainings
+    spent: float          # ex-post epsilon at delta actually spent, whether or not a model was released
 
 
 def alg3_trial(task: TaskData, cands: list[Candidate], eps_rdp: np.ndarray, costs: np.ndarray, bottom: float,
                eps_prime: float, alpha: float, delta: float, max_attempts: int, rng: np.random.Generator) -> TrialResult:
+    """Alg. 3 with exponential dropping (`tuning.random_dropping_tuning`), repeated until the selected
+    model meets the bar; each attempt's Thm 13 cost adds up at order alpha (Lemma 7 at the end)."""
+    def mechanism(i):
+        return lambda r: train_and_score(task, cands[i], r)
+
+    def key(utility, i):   # models meeting the bar first, then smaller eps, then better utility
+        return task.meets(utility), -cands[i].eps, task.score(utility), i
+
+    mechanisms = [mechanism(i) for i in range(len(cands))]
     spent, runs = 0.0, 0
     for _ in range(max_attempts):
-        k = sample_k(eps_prime, "exponential", rng)
-        run = np.flatnonzero(rng.random(len(cands)) < np.exp(-eps_rdp * k))
-        best_key, best = None, None
-        for i in run:
-            utility = train_and_score(task, cands[i], rng)
-            runs += 1
-            key = (task.meets(utility), -cands[i].eps, task.score(utility), i)
-            if best_key is None or key > best_key:
-                best_key, best = key, i
+        best, utility, ran = random_dropping_tuning(mechanisms, eps_rdp, eps_prime, rng, key, "exponential")
+        runs += ran
         spent += bottom if best is None else float(costs[best])
-        if best is not None and best_key[0]:
-            return TrialResult(rdp_to_dp(spent, alpha, delta), True, runs)
-    return TrialResult(math.inf, False, runs)
+        if best is not None and task.meets(utility):
+            eps = rdp_to_dp(spent, alpha, delta)
+            return TrialResult(eps, True, runs, eps)
+    return TrialResult(math.inf, False, runs, rdp_to_dp(spent, alpha, delta))
 
 
 def doubling_trial(task: TaskData, cands: list[Candidate], n: int, budgets: list[float], eta: float, mean: float,
@@ -190,8 +197,9 @@ def doubling_trial(task: TaskData, cands: list[Candidate], n: int, budgets: list
         runs += k
         best = max(utilities, key=task.score)
         if task.meets(best):
-            return TrialResult(rdp_to_dp(total, alpha, delta), True, runs)
-    return TrialResult(math.inf, False, runs)
+            eps = rdp_to_dp(total, alpha, delta)
+            return TrialResult(eps, True, runs, eps)
+    return TrialResult(math.inf, False, runs, rdp_to_dp(total, alpha, delta))
 
 
 def above_threshold_stop(values: np.ndarray, threshold: float, sensitivity: float, eps: float,
@@ -228,10 +236,11 @@ def brownian_trial(task: TaskData, eps_grid: np.ndarray, eps_at: float, delta: f
     # (MSE with predictions clipped to [0, 1], accuracy).
     stop = above_threshold_stop(np.array([task.score(u) for u in train_utility]), task.score(task.threshold), 1.0 / n,
                                 eps_at, rng)
-    if stop is None:
-        return TrialResult(math.inf, False, len(times))
+    if stop is None:   # every release was made: the path's last epsilon plus AboveThreshold's
+        return TrialResult(math.inf, False, len(times), float(eps_grid[-1]) + eps_at)
     met = task.meets(_utility_of(task, theta + sens * w[stop] / times[stop], ridge, train=False))
-    return TrialResult(float(eps_grid[stop]) + eps_at, met, len(times))
+    eps = float(eps_grid[stop]) + eps_at
+    return TrialResult(eps, met, len(times), eps)
 
 
 def _statistic(task: TaskData, ridge: float, gamma: float, rng: np.random.Generator) -> tuple[np.ndarray, float]:

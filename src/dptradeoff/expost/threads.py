@@ -2,8 +2,10 @@
 within 10% relative error, under one total privacy budget (Tables 1 and 2).
 
 Protocol (the paper leaves these choices open; the same for every method):
-- Threads are visited in decreasing order of their true count, as a public ranking would give
-  (e.g. last year's counts); a random order makes every method stall on the first small thread.
+- Threads are visited in the order `order_threads` gives (config `expost.thread_order`): by
+  default the histogram's own order, which reads no count (for the synthetic rows it is the
+  thread index, the public law's ranking, close to decreasing count). Decreasing true count
+  (`by_count`) reads the private counts and stands for a public ranking only.
 - Each estimate of a count (sensitivity 1) uses a budget from the grid eps_i = start * ratio^i
   (paper: 0.001 * sqrt(2)^i). An estimate y with noise standard deviation sigma is *accepted*
   when |y| >= sigma and |(y + sigma)/(y - sigma)| is in [0.9, 1.1] (the paper's check: it sees
@@ -34,9 +36,9 @@ import numpy as np
 
 from .baselines import (brownian_boundary, brownian_epsilon, brownian_noise_reduction, doubling_gaussian,
                         doubling_laplace, geometric_grid, noise_reduction_laplace, zcdp_rho)
-from .distributions import keep_probability_mean, sample_k
+from .distributions import keep_probability_mean
 from .filter import ExPostFilter, dp_to_rdp_budget
-from .tuning import rdp_cost
+from .tuning import random_dropping_tuning, rdp_cost
 
 PURE_METHODS = ("doubling", "noise_reduction", "alg3")
 APPROX_METHODS = ("brownian", "doubling", "alg3")
@@ -51,11 +53,29 @@ def accepted(y: float, sigma: float) -> bool:
     return 0.9 <= ratio <= 1.1
 
 
+THREAD_ORDERS = ("given", "random", "by_count")
+
+
+def order_threads(counts: np.ndarray, order: str, rng: np.random.Generator) -> np.ndarray:
+    """The counts in the order a trial estimates them: "given" (the histogram's own order) and "random"
+    (a permutation drawn from rng) read no count; "by_count" (decreasing true count) reads the private
+    counts and stands for a public ranking (e.g. last year's counts)."""
+    counts = np.asarray(counts)
+    if order == "given":
+        return counts
+    if order == "random":
+        return counts[rng.permutation(len(counts))]
+    if order == "by_count":
+        return np.sort(counts)[::-1]
+    raise ValueError(f"unknown thread order {order!r}; use one of {', '.join(THREAD_ORDERS)}")
+
+
 @dataclass(frozen=True)
 class Outcome:
     answers: int          # accepted estimates before the budget ran out
     correct: int          # of those, within 10% of the true count
     spent: float
+    charges: tuple = ()   # (realised, worst case) cost of every mechanism the filter admitted
 
     @property
     def precision(self) -> float:
@@ -73,8 +93,7 @@ class _Tally:
 
 def run_pure(counts: np.ndarray, method: str, budget: float, grid_start: float, grid_ratio: float,
              eps_prime: float, expected_runs: float, rng: np.random.Generator) -> Outcome:
-    """One trial of Table 1 (pure DP, Laplace noise) on the thread counts (any order)."""
-    counts = np.sort(np.asarray(counts))[::-1]
+    """One trial of Table 1 (pure DP, Laplace noise) on the thread counts, in the order given."""
     grid = geometric_grid(grid_start, grid_ratio, budget)
     filt, tally = ExPostFilter(budget), _Tally()
     for count in counts:
@@ -99,7 +118,7 @@ def run_pure(counts: np.ndarray, method: str, budget: float, grid_start: float, 
             tally.add(estimate, count)
         else:
             raise ValueError(f"unknown pure-DP method {method!r}")
-    return Outcome(tally.answers, tally.correct, filt.spent)
+    return Outcome(tally.answers, tally.correct, filt.spent, tuple(filt.charges))
 
 
 def _copies(eps: np.ndarray, eps_prime: float, dropping: str, expected_runs: float) -> np.ndarray:
@@ -109,23 +128,25 @@ def _copies(eps: np.ndarray, eps_prime: float, dropping: str, expected_runs: flo
 
 def _alg3_attempt(count: float, sigmas: np.ndarray, eps_run: np.ndarray, copies: np.ndarray, eps_prime: float,
                   dropping: str, noise: str, rng: np.random.Generator) -> tuple[int | None, float | None]:
-    """One run of Alg. 3 over `copies[i]` copies of the release with noise sd sigmas[i].
+    """One run of Alg. 3 (`tuning.random_dropping_tuning`) over `copies[i]` copies of the release
+    with noise sd sigmas[i].
 
     Returns (index of the selected budget or None for bottom, its estimate if accepted else None).
     Order on outputs: accepted first, then smaller budget (larger sigma), then *smaller* estimate
     (the acceptance check favours large draws; taking the smallest accepted one offsets that)."""
-    k = sample_k(eps_prime, dropping, rng)
-    runs = rng.binomial(copies, np.exp(-eps_run * k))
-    ran = np.flatnonzero(runs)
-    if not len(ran):
+    def release(i):
+        if noise == "laplace":
+            return lambda r: count + r.laplace(0.0, sigmas[i] / math.sqrt(2.0))
+        return lambda r: count + r.normal(0.0, sigmas[i])
+
+    def key(y, i):
+        return accepted(y, float(sigmas[i])), -i, -y
+
+    i, y, _ = random_dropping_tuning([release(i) for i in range(len(sigmas))], eps_run, eps_prime, rng, key,
+                                     dropping, copies)
+    if i is None:
         return None, None
-    for i in ran:  # budgets ascending: the first accepted one is the selected output
-        scale = sigmas[i] / math.sqrt(2.0) if noise == "laplace" else sigmas[i]
-        draws = count + (rng.laplace(0.0, scale, runs[i]) if noise == "laplace" else rng.normal(0.0, scale, runs[i]))
-        good = [y for y in draws if accepted(y, sigmas[i])]
-        if good:
-            return int(i), min(good)
-    return int(ran[0]), None
+    return i, (y if accepted(y, float(sigmas[i])) else None)
 
 
 def _alg3_laplace_thread(count, grid, filt: ExPostFilter, eps_prime, expected_runs, rng) -> float | None:
@@ -146,9 +167,9 @@ def run_approx(counts: np.ndarray, method: str, budget: float, delta: float, gri
                eps_prime: float, expected_runs: float, alpha: float, window_size: int, rng: np.random.Generator) -> Outcome:
     """One trial of Table 2 ((budget, delta)-DP overall, Gaussian noise).
 
-    The grid budget eps_i of one release becomes a Gaussian with zCDP rho_i such that rho_i-zCDP
-    gives (eps_i, delta)-DP; sigma_i = 1/sqrt(2 rho_i). All three methods use the same sigmas."""
-    counts = np.sort(np.asarray(counts))[::-1]
+    The threads are estimated in the order given. The grid budget eps_i of one release becomes a
+    Gaussian with zCDP rho_i such that rho_i-zCDP gives (eps_i, delta)-DP; sigma_i = 1/sqrt(2 rho_i).
+    All three methods use the same sigmas."""
     grid = geometric_grid(grid_start, grid_ratio, budget)
     rhos = zcdp_rho(grid, delta)
     sigmas = 1.0 / np.sqrt(2.0 * rhos)
@@ -161,7 +182,7 @@ def run_approx(counts: np.ndarray, method: str, budget: float, delta: float, gri
             if release.estimate is None:
                 break
             tally.add(release.estimate, count)
-        return Outcome(tally.answers, tally.correct, filt.spent)
+        return Outcome(tally.answers, tally.correct, filt.spent, tuple(filt.charges))
     if method == "brownian":
         filt = ExPostFilter(budget)
         delta_thread = delta / len(counts)
@@ -179,7 +200,7 @@ def run_approx(counts: np.ndarray, method: str, budget: float, delta: float, gri
             filt.charge(release.cost, float(brownian_epsilon(usable[-1], *boundary)))
             if release.estimate is not None:
                 tally.add(release.estimate, count)
-        return Outcome(tally.answers, tally.correct, filt.spent)
+        return Outcome(tally.answers, tally.correct, filt.spent, tuple(filt.charges))
     if method == "alg3":
         filt = ExPostFilter(dp_to_rdp_budget(budget, alpha, delta))
         eps_rdp = alpha * rhos     # the Gaussian's RDP at order alpha
@@ -203,5 +224,5 @@ def run_approx(counts: np.ndarray, method: str, budget: float, delta: float, gri
             if estimate is None:
                 break
             tally.add(estimate, count)
-        return Outcome(tally.answers, tally.correct, filt.spent)
+        return Outcome(tally.answers, tally.correct, filt.spent, tuple(filt.charges))
     raise ValueError(f"unknown approximate-DP method {method!r}")

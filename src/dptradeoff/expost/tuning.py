@@ -63,24 +63,38 @@ def rdp_cost(eps: np.ndarray, eps_prime: float, alpha: float, copies: np.ndarray
     return costs, log_tau / (alpha - 1.0)
 
 
+def random_dropping_runs(eps: np.ndarray, eps_prime: float, dropping: str, rng: np.random.Generator,
+                         copies: np.ndarray | None = None) -> np.ndarray:
+    """Alg. 3's dropping step: k ~ E once, then each of the copies[i] copies of mechanism i runs
+    independently with probability e^{-eps_i k}. Returns how many copies of each mechanism run
+    (Binomial(copies[i], e^{-eps_i k}) given k: the same law as one coin per copy)."""
+    eps = np.asarray(eps, dtype=float)
+    copies = np.ones(len(eps), dtype=np.int64) if copies is None else np.asarray(copies, dtype=np.int64)
+    k = sample_k(eps_prime, dropping, rng)
+    return rng.binomial(copies, np.exp(-eps * k))
+
+
 def random_dropping_tuning(mechanisms: Sequence[Callable[[np.random.Generator], object]], eps: Sequence[float],
-                           eps_prime: float, rng: np.random.Generator, score: Callable[[object], object] = lambda o: o,
-                           dropping: str = "geometric") -> tuple[int | None, object, int]:
+                           eps_prime: float, rng: np.random.Generator,
+                           key: Callable[[object, int], object] = lambda o, i: (o, i), dropping: str = "geometric",
+                           copies: Sequence[int] | None = None) -> tuple[int | None, object, int]:
     """Alg. 3 with mechanism callables: returns (index, output, number of runs); index None is bottom.
 
-    The caller attaches the ex-post cost (`pure_dp_cost` or `rdp_cost`), which depends on the
-    accounting the mechanisms satisfy."""
+    Mechanism i is given `copies[i]` times (default once). `key(o, i)` is the total order on
+    (output, index) pairs, fixed before the data are seen; bottom is below every pair. The paper's
+    order is lexicographic, (o, i); any other key is the same algorithm run on the post-processed
+    mechanisms o -> key(o, i), so Thms 11 and 13 hold unchanged. The caller attaches the ex-post
+    cost (`pure_dp_cost` or `rdp_cost`), which depends on the accounting the mechanisms satisfy.
+    Every experiment of this package that tunes by Alg. 3 calls this function."""
     eps = np.asarray(eps, dtype=float)
     if len(mechanisms) != len(eps) or not np.all(eps > 0) or not eps_prime > 0:
         raise UserError("Alg. 3 needs one budget eps_i > 0 per mechanism and eps' > 0.")
-    k = sample_k(eps_prime, dropping, rng)
+    runs = random_dropping_runs(eps, eps_prime, dropping, rng, copies)
     best_key, best = None, (None, None)
-    runs = 0
-    for i, (mechanism, e) in enumerate(zip(mechanisms, eps)):
-        if rng.random() < math.exp(-e * k):
-            runs += 1
-            o = mechanism(rng)
-            key = (score(o), i)
-            if best_key is None or key > best_key:
-                best_key, best = key, (i, o)
-    return best[0], best[1], runs
+    for i in np.flatnonzero(runs):
+        for _ in range(int(runs[i])):
+            o = mechanisms[i](rng)
+            candidate = key(o, int(i))
+            if best_key is None or candidate > best_key:
+                best_key, best = candidate, (int(i), o)
+    return best[0], best[1], int(runs.sum())

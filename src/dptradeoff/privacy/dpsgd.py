@@ -14,7 +14,9 @@ Two RDP -> (epsilon, delta) conversions:
 """
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 
 import dp_accounting
 import numpy as np
@@ -32,6 +34,7 @@ CONVERSIONS = ("dp_accounting", "classic")
 ORDERS = (1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0,
           14.0, 16.0, 18.0, 20.0, 24.0, 28.0, 32.0, 40.0, 48.0, 56.0, 64.0, 80.0, 96.0, 128.0, 512.0, 1024.0)
 HIGH_ORDERS = (160.0, 192.0, 256.0, 384.0)
+ALL_ORDERS = tuple(sorted(ORDERS + HIGH_ORDERS))
 
 
 def steps(n: int, lot_size: int, epochs: int) -> int:
@@ -63,42 +66,126 @@ def classic_epsilon(orders, curve, delta: float) -> float:
 
 def epsilon(n: int, lot_size: int, epochs: int, noise: float, delta: float, conversion: str = "dp_accounting") -> float:
     """(epsilon, delta)-DP of a DP-SGD/DP-Adam run: n examples, lots of m, `epochs` epochs, noise multiplier z."""
+    return _epsilon_and_order(n, lot_size, steps(n, lot_size, epochs), noise, delta, conversion)[0]
+
+
+def _epsilon_and_order(n: int, lot_size: int, num_steps: int, noise: float, delta: float,
+                       conversion: str) -> tuple[float, float]:
+    """epsilon over ORDERS (plus HIGH_ORDERS when the optimum sits at the top of ORDERS) and the best order."""
+    _check_conversion(conversion, delta)
+    orders, curve = ORDERS, rdp_curve(n, lot_size, noise, num_steps)
+    if not np.isfinite(curve).any():
+        return math.inf, math.inf
+    if _convert(orders, curve, delta, "dp_accounting")[1] >= 96:
+        orders = ALL_ORDERS
+        curve = np.concatenate([curve, rdp_curve(n, lot_size, noise, num_steps, HIGH_ORDERS)])[
+            np.argsort(ORDERS + HIGH_ORDERS)]
+    return _convert(orders, curve, delta, conversion)
+
+
+def _convert(orders, curve, delta: float, conversion: str) -> tuple[float, float]:
+    """(epsilon, the order attaining it) of an RDP curve. Any set of orders gives a valid bound."""
+    if conversion == "classic":
+        orders = np.asarray(orders, dtype=float)
+        with np.errstate(invalid="ignore"):
+            values = np.asarray(curve) + math.log(1 / delta) / (orders - 1)
+        values = np.where(np.isfinite(values), values, np.inf)
+        best = int(np.argmin(values))
+        return float(values[best]), float(orders[best])
+    eps, order = rdp.compute_epsilon(list(orders), list(curve), delta)
+    return float(eps), float(order)
+
+
+def _check_conversion(conversion: str, delta: float) -> None:
     if conversion not in CONVERSIONS:
         raise UserError(f"Unknown RDP conversion {conversion!r}; use one of {', '.join(CONVERSIONS)}.")
     if not 0 < delta < 1:
         raise UserError(f"delta must be in (0, 1), got {delta}; use e.g. 1e-5.")
+
+
+MIN_NOISE, MAX_NOISE = 0.05, 1e3
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A noise multiplier and the epsilon of the run at exactly that multiplier (never above the target)."""
+    noise: float
+    epsilon: float
+
+
+def calibrate_noise(n: int, lot_size: int, epochs: int, eps: float, delta: float,
+                    conversion: str = "dp_accounting") -> Calibration | None:
+    """The noise multiplier z at which a run is (eps, delta)-DP, within 0.5% of the smallest such z,
+    with `epsilon()` at that z; None when even z = MAX_NOISE does not reach eps (the accountant's
+    bound for sampling without replacement has a floor near 0.1 for small datasets).
+
+    A root of epsilon(z) = eps is only a starting point: dp_accounting's RDP for sampling without
+    replacement carries rounding error at high orders that makes epsilon(z) jagged, not monotone, at
+    large z, so a root finder can stop at a spurious crossing. The z returned has been checked with
+    `epsilon()` itself, and raised until the check passed."""
+    _check_conversion(conversion, delta)
+    if not eps > 0:
+        raise UserError(f"The target epsilon must be > 0, got {eps}.")
     num_steps = steps(n, lot_size, epochs)
-    orders, curve = ORDERS, rdp_curve(n, lot_size, noise, num_steps)
-    if not np.isfinite(curve).any():
-        return math.inf
-    if _best_order(orders, curve, delta) >= 96:
-        orders = tuple(sorted(ORDERS + HIGH_ORDERS))
-        curve = np.concatenate([curve, rdp_curve(n, lot_size, noise, num_steps, HIGH_ORDERS)])[
-            np.argsort(ORDERS + HIGH_ORDERS)]
-    if conversion == "classic":
-        return classic_epsilon(orders, curve, delta)
-    eps, _ = rdp.compute_epsilon(list(orders), list(curve), delta)
-    return float(eps)
+    # The root is searched on ORDERS first: exact up to 128 (dp_accounting's cost grows with the
+    # square of the order) and Stirling bounds at 512 and 1024. Any set of orders gives a valid bound.
+    z = _window_root(n, lot_size, num_steps, eps, delta, conversion, ORDERS, 1.0)
+    if z is None:   # ORDERS cannot reach eps even at MAX_NOISE; can all orders?
+        z = _window_root(n, lot_size, num_steps, eps, delta, conversion, ALL_ORDERS, MAX_NOISE)
+    if z is None:
+        return None
+    calibration, best = _raise_until_within(n, lot_size, num_steps, z, eps, delta, conversion)
+    if calibration is None or best in ORDERS:
+        return calibration
+    # The optimum is one of the costly HIGH_ORDERS: refine on it and its neighbours.
+    i = ALL_ORDERS.index(best)
+    window = ALL_ORDERS[max(0, i - 1): i + 2]
+    z = _window_root(n, lot_size, num_steps, eps, delta, conversion, window, calibration.noise)
+    if z is None or z >= calibration.noise:
+        return calibration
+    refined, _ = _raise_until_within(n, lot_size, num_steps, z, eps, delta, conversion)
+    return refined if refined is not None and refined.noise < calibration.noise else calibration
 
 
-MAX_NOISE = 1e3
+def _raise_until_within(n: int, lot_size: int, num_steps: int, z: float, eps: float, delta: float,
+                        conversion: str) -> tuple[Calibration | None, float]:
+    """From z (rounded up by 0.1%), raise z until epsilon(z) <= eps: the calibration and its best order."""
+    raise_by = 1e-3   # in log z
+    while True:
+        z = min(MAX_NOISE, z * math.exp(raise_by))
+        achieved, order = _epsilon_and_order(n, lot_size, num_steps, z, delta, conversion)
+        if achieved <= eps:
+            return Calibration(z, achieved), order
+        if z >= MAX_NOISE:
+            return None, order
+        raise_by *= 2
 
 
-def calibrate_noise(n: int, lot_size: int, epochs: int, eps: float, delta: float) -> float | None:
-    """The noise multiplier z at which a run is (eps, delta)-DP (root to 0.1% in z, rounded up so the
-    run is at most eps), or None when even z = MAX_NOISE does not reach eps (the accountant's bound
-    for sampling without replacement has a floor near 0.1 for small datasets)."""
+def _window_root(n: int, lot_size: int, num_steps: int, eps: float, delta: float, conversion: str,
+                 orders: tuple, start: float) -> float | None:
+    """A root in z of epsilon(z) = eps computed on `orders` alone; None if z = MAX_NOISE does not reach eps."""
     from scipy import optimize
 
-    def gap(log_z):
-        return epsilon(n, lot_size, epochs, math.exp(log_z), delta) - eps
-    if gap(math.log(MAX_NOISE)) > 0:
-        return None
-    return math.exp(optimize.brentq(gap, math.log(0.05), math.log(MAX_NOISE), xtol=1e-3) + 1e-3)
+    @functools.lru_cache(maxsize=None)
+    def gap(log_z):   # log epsilon - log eps: close to linear in log z, with slope -1 to -2
+        e = _convert(orders, rdp_curve(n, lot_size, math.exp(log_z), num_steps, orders), delta, conversion)[0]
+        return float(np.clip(math.log(e) - math.log(eps), -50.0, 50.0)) if e > 0 else -50.0
 
-
-def _best_order(orders, curve, delta: float) -> float:
-    return float(rdp.compute_epsilon(list(orders), list(curve), delta)[1])
+    lowest, highest = math.log(MIN_NOISE), math.log(MAX_NOISE)
+    # Bracket the root from `start` by secant-like steps of the gap's own size (a slope of -1 or
+    # steeper makes such a step reach or cross the root), then Brent's method inside the bracket.
+    a = math.log(start)
+    while True:
+        step = float(np.clip(abs(gap(a)), math.log(1.5), math.log(16.0)))
+        b = min(highest, max(lowest, a + step if gap(a) > 0 else a - step))
+        if (gap(a) > 0) != (gap(b) > 0):
+            break
+        if b == highest:
+            return None
+        if b == lowest:
+            return MIN_NOISE
+        a = b
+    return math.exp(optimize.brentq(gap, min(a, b), max(a, b), xtol=2e-3))
 
 
 def _check(n: int, lot_size: int, noise: float) -> None:

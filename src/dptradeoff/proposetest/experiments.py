@@ -72,8 +72,13 @@ def partition_utilities(x, y, x_valid, y_valid, cands: list[DPSGDHyper], partiti
     return utilities
 
 
-def end_to_end(x, y, x_test, y_test, cfg: dict, seed_parts: tuple) -> dict:
-    """Tune adult logistic regression by propose-test, then train privately with the selection."""
+def end_to_end(x, y, x_test, y_test, cfg: dict, seed_parts: tuple) -> tuple[dict, dict]:
+    """Tune adult logistic regression by propose-test, then train privately with the selection.
+
+    Returns (released, diagnostics): `released` holds only what the (epsilon, delta) total covers
+    (the selection, the DP model's test accuracy on the held-out test split, the privacy totals);
+    `diagnostics` holds non-private statistics of the training data (the candidates' validation
+    utilities, from models trained without noise), which the total does NOT cover."""
     rng = make_rng(*seed_parts, "end-to-end")
     cands = grid_candidates(cfg["grid"])
     # validation = a held-out part of the training split; the test split only scores the final model
@@ -84,20 +89,25 @@ def end_to_end(x, y, x_test, y_test, cfg: dict, seed_parts: tuple) -> dict:
     trace = propose_test(utilities, cfg["partitions"], cfg["eps0"], cfg["granularity"], cfg["u0"], rng)
     chosen = cands[trace.selected if trace.selected is not None else 0]
     n = len(train)
-    noise = dpsgd.calibrate_noise(n, chosen.lot_size, chosen.epochs, cfg["epsilon"], cfg["delta"])
-    if noise is None:
+    calibration = dpsgd.calibrate_noise(n, chosen.lot_size, chosen.epochs, cfg["epsilon"], cfg["delta"])
+    if calibration is None:
         raise UserError(f"DP-SGD with lot {chosen.lot_size} and {chosen.epochs} epochs cannot reach epsilon = "
                         f"{cfg['epsilon']} on {n} examples; raise proposetest.adult.epsilon.")
-    final = DPSGDHyper(chosen.epochs, chosen.lot_size, chosen.learning_rate, noise, chosen.clip)
+    final = DPSGDHyper(chosen.epochs, chosen.lot_size, chosen.learning_rate, calibration.noise, chosen.clip)
     w = linear.train(x[train], y[train], "logistic", "sgd", final, 1, rng)
     accuracy = float(linear.accuracy(w, x_test, y_test)[0])
     t_max = worst_case_iterations(1.0, cfg["u0"], cfg["granularity"])
-    realised = accounting.total(cfg["epsilon"], cfg["delta"], cfg["eps0"], trace.iterations, cfg["delta_prime"])
-    worst = accounting.total(cfg["epsilon"], cfg["delta"], cfg["eps0"], t_max, cfg["delta_prime"])
-    return {"selected": trace.selected, "learning_rate": chosen.learning_rate, "epochs": chosen.epochs,
-            "lot_size": chosen.lot_size, "clip": chosen.clip, "noise": noise, "selected_validation_utility":
-            float(utilities[trace.selected]) if trace.selected is not None else float("nan"),
-            "best_validation_utility": float(utilities.max()), "candidates": len(cands), "iterations": trace.iterations,
-            "worst_case_iterations": t_max, "test_accuracy": accuracy, "epsilon_train": cfg["epsilon"],
-            "epsilon_total_realised": realised.epsilon, "epsilon_total_worst_case": worst.epsilon,
-            "delta_total": worst.delta}
+    # the training's epsilon at the noise actually used (<= the target), not the target
+    realised = accounting.total(calibration.epsilon, cfg["delta"], cfg["eps0"], trace.iterations, cfg["delta_prime"])
+    worst = accounting.total(calibration.epsilon, cfg["delta"], cfg["eps0"], t_max, cfg["delta_prime"])
+    released = {"selected": trace.selected, "learning_rate": chosen.learning_rate, "epochs": chosen.epochs,
+                "lot_size": chosen.lot_size, "clip": chosen.clip, "noise": calibration.noise, "candidates": len(cands),
+                "iterations": trace.iterations, "worst_case_iterations": t_max, "test_accuracy": accuracy,
+                "epsilon_train_target": cfg["epsilon"], "epsilon_train": calibration.epsilon,
+                "epsilon_tuning": worst.tuning_epsilon, "epsilon_total": worst.epsilon, "delta_total": worst.delta,
+                "epsilon_total_realised_not_a_guarantee": realised.epsilon}
+    diagnostics = {"selected": trace.selected,
+                   "selected_validation_utility": float(utilities[trace.selected]) if trace.selected is not None
+                   else float("nan"),
+                   "best_validation_utility": float(utilities.max()), "best_candidate": int(np.argmax(utilities))}
+    return released, diagnostics
