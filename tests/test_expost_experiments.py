@@ -189,3 +189,17 @@ def test_brownian_trial_that_never_stops_spends_its_whole_path():
     grid = np.array([0.1, 0.2, 0.4])
     result = ml.brownian_trial(task, grid, 0.01, 1e-6, 1e-3, 1e-3, rng, {})
     assert not result.met and result.epsilon == math.inf and result.spent == pytest.approx(0.41)
+
+
+def test_alg3_trial_charges_a_scripted_sequence_exactly(monkeypatch):
+    """Scripted Alg. 3 outcomes - bottom, a model below the bar, bottom, a model meeting it - are charged
+    bottom + cost[0] + bottom + cost[1] in ex-post RDP, then converted by Lemma 7 once."""
+    script = iter([(None, None, 0), (0, 0.2, 1), (None, None, 0), (1, 0.9, 2)])
+    monkeypatch.setattr(ml, "random_dropping_tuning", lambda *args, **kwargs: next(script))
+    task = ml.TaskData("gisette", np.zeros((2, 1)), np.zeros(2), np.zeros((2, 1)), np.zeros(2), threshold=0.5)
+    cands = [ml.Candidate(0.5, 0.1, 1, 1, 1.0, 1.0, 0.5), ml.Candidate(1.0, 0.1, 1, 1, 1.0, 0.5, 1.0)]
+    costs, bottom, alpha, delta = np.array([0.3, 0.7]), 0.05, 16.0, 1e-6
+    result = ml.alg3_trial(task, cands, np.array([0.1, 0.2]), costs, bottom, 0.01, alpha, delta, 10,
+                           np.random.default_rng(0))
+    assert result.met and result.runs == 3
+    assert result.epsilon == pytest.approx(2 * bottom + 0.3 + 0.7 + math.log(1 / delta) / (alpha - 1))

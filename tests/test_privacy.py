@@ -223,23 +223,29 @@ def _thm27_exact(q: float, sigma: float, alpha: int) -> float:
     with mp.workdps(300):
         q, s2 = mp.mpf(q), mp.mpf(sigma) ** 2
         eps = lambda l: l / (2 * s2)
-        values = [mp.e ** ((l - 1) * eps(l)) for l in range(alpha + 1)]
-        diff = lambda j: mp.fsum((-1) ** (j - l) * mp.binomial(j, l) * values[l] for l in range(j + 1))
+        row = [mp.e ** ((l - 1) * eps(l)) for l in range(alpha + 1)]
+        diffs = [row[0]]                  # diffs[j] = Delta^j at 0, by repeated differencing
+        for _ in range(alpha):
+            row = [b - a for a, b in zip(row, row[1:])]
+            diffs.append(row[0])
         total = 1 + q**2 * mp.binomial(alpha, 2) * min(4 * (mp.e ** eps(2) - 1), 2 * mp.e ** eps(2))
         for j in range(3, alpha + 1):
-            lo, hi = diff(2 * (j // 2)), diff(2 * ((j + 1) // 2))
+            lo, hi = diffs[2 * (j // 2)], diffs[2 * ((j + 1) // 2)]
             total += q**j * mp.binomial(alpha, j) * min(4 * mp.sqrt(abs(lo) * abs(hi)), 2 * mp.e ** ((j - 1) * eps(j)))
         return float(mp.log(total) / (alpha - 1))
 
 
-@pytest.mark.parametrize("q, sigma", [(4000 / 60000, 20.0), (256 / 857, 50.0), (0.01, 1.0)])
-def test_rdp_at_high_orders_is_never_below_exact_arithmetic(q, sigma):
-    """dp_accounting's float64 Thm 27 loses digits at high orders (large sigma, large q): checked against
-    the same bound in exact arithmetic, it may only be above it (conservative), by at most 1e-3."""
-    for alpha in (64, 128, 256):
+@pytest.mark.parametrize("q, sigma", [(4000 / 60000, 20.0), (256 / 857, 50.0), (0.256, 7.733952935960275), (0.01, 1.0)])
+def test_rdp_against_thm27_in_exact_arithmetic(q, sigma):
+    """dp_accounting evaluates Thm 27's alternating forward differences in float64. Against the same bound
+    in 300-digit arithmetic it is mostly above (conservative: up to 24x at orders >= 96 for q = 0.3,
+    sigma = 50, the cause of the 'floor' that stops calibrating small epsilons at small n), but it can
+    also fall below by a few parts per million (measured worst: -1.5e-5 at order 192, q = 0.256,
+    sigma = 7.73). This pins that known error: a larger shortfall fails here. See README, Privacy."""
+    for alpha in (32, 64, 128, 192, 256):
         exact = _thm27_exact(q, sigma, alpha)
         ours = float(dpsgd.rdp_curve(10**6, int(round(q * 10**6)), sigma, 1, (float(alpha),))[0])
-        assert exact * (1 - 1e-12) <= ours <= exact * (1 + 1e-3), alpha
+        assert ours >= exact * (1 - 5e-5), (alpha, ours, exact)
 
 
 # --- noise calibration ---------------------------------------------------------------------------
