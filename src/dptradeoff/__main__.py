@@ -17,18 +17,42 @@ def _epsilon(args) -> None:
     print(eps)
 
 
+def _calibrate(args) -> None:
+    from .privacy import dpsgd
+
+    cal = dpsgd.calibrate_noise(args.n, args.lot_size, args.epochs, args.epsilon, args.delta, args.conversion)
+    if cal is None:
+        raise UserError(f"No noise multiplier <= {dpsgd.MAX_NOISE:g} makes this run ({args.epsilon}, {args.delta})-DP; "
+                        "raise the target epsilon or train fewer epochs.")
+    print(f"DP-SGD/DP-Adam: n={args.n}, lot size={args.lot_size}, epochs={args.epochs}, target epsilon={args.epsilon}, "
+          f"delta={args.delta}, conversion={args.conversion}")
+    print(f"noise multiplier: {cal.noise}")
+    print(cal.epsilon)
+
+
+def _run_arguments(p, target: str) -> None:
+    p.add_argument("--n", type=int, required=True, help="training-set size")
+    p.add_argument("--lot-size", type=int, required=True, help="lot (mini-batch) size m")
+    p.add_argument("--epochs", type=int, required=True)
+    if target == "noise":
+        p.add_argument("--noise", type=float, required=True, help="noise multiplier z: N(0, (2 L z)^2) is added to the clipped sum")
+    else:
+        p.add_argument("--epsilon", type=float, required=True, help="target epsilon")
+    p.add_argument("--delta", type=float, required=True)
+    p.add_argument("--conversion", choices=["dp_accounting", "classic"], default="dp_accounting",
+                   help="RDP to (epsilon, delta): dp_accounting's (tighter) or the classic one of the original DPareto code")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dptradeoff", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("epsilon", help="epsilon of a DP-SGD/DP-Adam training run (fixed-size lots without replacement, replace-one)")
-    p.add_argument("--n", type=int, required=True, help="training-set size")
-    p.add_argument("--lot-size", type=int, required=True, help="lot (mini-batch) size m")
-    p.add_argument("--epochs", type=int, required=True)
-    p.add_argument("--noise", type=float, required=True, help="noise multiplier z: N(0, (2 L z)^2) is added to the clipped sum")
-    p.add_argument("--delta", type=float, required=True)
-    p.add_argument("--conversion", choices=["dp_accounting", "classic"], default="dp_accounting",
-                   help="RDP to (epsilon, delta): dp_accounting's (tighter) or the classic one of the original DPareto code")
+    _run_arguments(p, "noise")
     p.set_defaults(func=_epsilon)
+    p = sub.add_parser("calibrate", help="the noise multiplier that makes a DP-SGD/DP-Adam run (epsilon, delta)-DP, "
+                                         "and its epsilon at exactly that multiplier")
+    _run_arguments(p, "epsilon")
+    p.set_defaults(func=_calibrate)
     args = parser.parse_args(argv)
     try:
         args.func(args)

@@ -14,12 +14,12 @@ Methods:
   utility (sensitivity 1/n) decides when to stop. Ex-post cost eps(t_stop) + eps_AT.
 - Doubling with Papernot-Steinke: for budgets 0.1, 0.2, 0.4, 0.8, ... run P&S tuning (K ~
   TNB(eta, gamma) DP-SGD runs with random hyperparameters at that budget, keep the best) until
-  the best meets the bar; RDP adds up, converted once (dp_accounting).
+  the best meets the bar; RDP adds up at order alpha, converted once (Lemma 7).
 - Alg. 3 (exponential dropping, Thm 13 at order alpha): every grid point (eps, learning rate,
   epochs, batch size, clipping norm) is a candidate with budget its DP-SGD RDP at alpha; the
   order prefers models meeting the bar, then smaller eps, then utility. Repeated until a model
   meets the bar; ex-post RDP adds up in the filter, converted by Lemma 7.
-DP-SGD's noise multiplier for a target eps is calibrated at delta = 1e-6 (dp_accounting).
+DP-SGD's noise multiplier for a target eps is calibrated at delta = 1e-6 (dpsgd.calibrate_noise).
 """
 from __future__ import annotations
 
