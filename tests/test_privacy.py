@@ -89,7 +89,19 @@ def test_monotone_in_epochs_lot_size_and_noise():
     assert eps(noise=3.0) < eps(noise=1.5) < eps(noise=0.8)
 
 
-@pytest.mark.parametrize("noise", [0.0, 1e-12])
+@pytest.mark.parametrize("noise", [math.inf, 1e155])
+def test_enormous_noise_gives_a_tiny_epsilon_not_a_crash(noise):
+    eps = dpsgd.epsilon(32561, 256, 10, noise, 1e-5)
+    assert 0 <= eps <= dpsgd.epsilon(32561, 256, 10, 1e3, 1e-5)
+
+
+def test_fractional_epochs_are_refused():
+    with pytest.raises(UserError, match="epochs"):
+        dpsgd.epsilon(1000, 10, 2.9, 1.0, 1e-5)
+    assert dpsgd.epsilon(1000, 10, 3.0, 1.0, 1e-5) == dpsgd.epsilon(1000, 10, 3, 1.0, 1e-5)
+
+
+@pytest.mark.parametrize("noise", [0.0, 1e-12, 1e-170])
 def test_vanishing_noise_gives_infinite_epsilon_not_a_crash(noise):
     eps = dpsgd.epsilon(32561, 256, 10, noise, 1e-5)
     assert eps == math.inf or eps > 1e6
@@ -237,7 +249,8 @@ def _thm27_exact(q: float, sigma: float, alpha: int) -> float:
 
 
 THM27_CASES = [(4000 / 60000, 20.0), (256 / 857, 50.0), (0.256, 7.733952935960275), (0.01, 1.0), (0.5, 0.3),
-               (0.9, 2.0), (0.05, 1000.0), (16 / 60000, 2.0), (0.3, 0.06), (0.1, 3.0)]
+               (0.9, 2.0), (0.05, 1000.0), (16 / 60000, 2.0), (0.3, 0.06), (0.1, 3.0), (0.999, 1.5492),
+               (0.3, 6.8722), (0.02, 561.96), (0.2, 0.5000001)]
 
 
 @pytest.mark.parametrize("q, sigma", THM27_CASES)
@@ -245,10 +258,14 @@ def test_rdp_equals_thm27_in_exact_arithmetic(q, sigma):
     """Our one-step RDP (`wor_gaussian`) against WBK19 Thm 27 written out here and evaluated in exact
     (enough-digit) arithmetic: never below it, and above only by the documented 1e-9 margin plus
     quadrature rounding."""
-    for alpha in (2, 3, 7, 32, 64, 129, 192, 256):
+    alphas = (2, 3, 7, 32, 64, 129, 192, 256)
+    alone = [float(wor_gaussian.rdp(q, sigma, [alpha])[0]) for alpha in alphas]
+    # as epsilon() asks for them: with every order of the pipeline (quadrature grids up to order 256)
+    production = wor_gaussian.rdp(q, sigma, list(alphas) + list(dpsgd.ALL_ORDERS))[: len(alphas)]
+    for alpha, ours, ours_production in zip(alphas, alone, production):
         exact = _thm27_exact(q, sigma, alpha)
-        ours = float(wor_gaussian.rdp(q, sigma, [alpha])[0])
         assert exact <= ours <= exact * (1 + 3e-9), (alpha, ours, exact)
+        assert exact <= ours_production <= exact * (1 + 3e-9), (alpha, ours_production, exact)
 
 
 @pytest.mark.parametrize("q, sigma", THM27_CASES[:4])

@@ -39,6 +39,8 @@ ALL_ORDERS = tuple(sorted(ORDERS + HIGH_ORDERS))
 
 def steps(n: int, lot_size: int, epochs: int) -> int:
     """T = epochs * round(n / m): the number of noisy gradient steps of a training run."""
+    if not (float(epochs).is_integer() and epochs >= 1):
+        raise UserError(f"The number of epochs must be a positive integer, got {epochs!r}.")
     return int(epochs) * max(1, int(round(n / lot_size)))
 
 
