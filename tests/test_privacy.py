@@ -295,7 +295,7 @@ def test_calibration_is_raised_past_a_spurious_root(monkeypatch):
     root finder is made to return a z 10% too small."""
     true = dpsgd.calibrate_noise(857, 256, 5, 0.2, 1e-6)
     assert true.epsilon == dpsgd.epsilon(857, 256, 5, true.noise, 1e-6) and 0.19 <= true.epsilon <= 0.2
-    monkeypatch.setattr(dpsgd, "_window_root", lambda *args: true.noise / 1.1)
+    monkeypatch.setattr(dpsgd, "_root", lambda *args: true.noise / 1.1)
     raised = dpsgd.calibrate_noise(857, 256, 5, 0.2, 1e-6)
     assert raised.epsilon == dpsgd.epsilon(857, 256, 5, raised.noise, 1e-6) <= 0.2
     assert true.noise / 1.005 <= raised.noise <= true.noise * 1.005

@@ -30,14 +30,11 @@ def _calibrate(args) -> None:
     print(cal.epsilon)
 
 
-def _run_arguments(p, target: str) -> None:
+def _run_arguments(p) -> None:
+    """The arguments that describe a training run and its accounting (both commands share them)."""
     p.add_argument("--n", type=int, required=True, help="training-set size")
     p.add_argument("--lot-size", type=int, required=True, help="lot (mini-batch) size m")
     p.add_argument("--epochs", type=int, required=True)
-    if target == "noise":
-        p.add_argument("--noise", type=float, required=True, help="noise multiplier z: N(0, (2 L z)^2) is added to the clipped sum")
-    else:
-        p.add_argument("--epsilon", type=float, required=True, help="target epsilon")
     p.add_argument("--delta", type=float, required=True)
     p.add_argument("--conversion", choices=["dp_accounting", "classic"], default="dp_accounting",
                    help="RDP to (epsilon, delta): dp_accounting's (tighter) or the classic one of the original DPareto code")
@@ -47,11 +44,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dptradeoff", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("epsilon", help="epsilon of a DP-SGD/DP-Adam training run (fixed-size lots without replacement, replace-one)")
-    _run_arguments(p, "noise")
+    _run_arguments(p)
+    p.add_argument("--noise", type=float, required=True, help="noise multiplier z: N(0, (2 L z)^2) is added to the clipped sum")
     p.set_defaults(func=_epsilon)
     p = sub.add_parser("calibrate", help="the noise multiplier that makes a DP-SGD/DP-Adam run (epsilon, delta)-DP, "
                                          "and its epsilon at exactly that multiplier")
-    _run_arguments(p, "epsilon")
+    _run_arguments(p)
+    p.add_argument("--epsilon", type=float, required=True, help="target epsilon")
     p.set_defaults(func=_calibrate)
     args = parser.parse_args(argv)
     try:

@@ -74,8 +74,11 @@ def order_threads(counts: np.ndarray, order: str, rng: np.random.Generator) -> n
 class Outcome:
     answers: int          # accepted estimates before the budget ran out
     correct: int          # of those, within 10% of the true count
-    spent: float
-    charges: tuple = ()   # (realised, worst case) cost of every mechanism the filter admitted
+    charges: tuple        # (realised, worst case) cost of every mechanism the filter admitted
+
+    @property
+    def spent(self) -> float:
+        return sum(realised for realised, _ in self.charges)
 
     @property
     def precision(self) -> float:
@@ -118,7 +121,7 @@ def run_pure(counts: np.ndarray, method: str, budget: float, grid_start: float, 
             tally.add(estimate, count)
         else:
             raise ValueError(f"unknown pure-DP method {method!r}")
-    return Outcome(tally.answers, tally.correct, filt.spent, tuple(filt.charges))
+    return Outcome(tally.answers, tally.correct, tuple(filt.charges))
 
 
 def _copies(eps: np.ndarray, eps_prime: float, dropping: str, expected_runs: float) -> np.ndarray:
@@ -182,7 +185,7 @@ def run_approx(counts: np.ndarray, method: str, budget: float, delta: float, gri
             if release.estimate is None:
                 break
             tally.add(release.estimate, count)
-        return Outcome(tally.answers, tally.correct, filt.spent, tuple(filt.charges))
+        return Outcome(tally.answers, tally.correct, tuple(filt.charges))
     if method == "brownian":
         filt = ExPostFilter(budget)
         delta_thread = delta / len(counts)
@@ -200,7 +203,7 @@ def run_approx(counts: np.ndarray, method: str, budget: float, delta: float, gri
             filt.charge(release.cost, float(brownian_epsilon(usable[-1], *boundary)))
             if release.estimate is not None:
                 tally.add(release.estimate, count)
-        return Outcome(tally.answers, tally.correct, filt.spent, tuple(filt.charges))
+        return Outcome(tally.answers, tally.correct, tuple(filt.charges))
     if method == "alg3":
         filt = ExPostFilter(dp_to_rdp_budget(budget, alpha, delta))
         eps_rdp = alpha * rhos     # the Gaussian's RDP at order alpha
@@ -224,5 +227,5 @@ def run_approx(counts: np.ndarray, method: str, budget: float, delta: float, gri
             if estimate is None:
                 break
             tally.add(estimate, count)
-        return Outcome(tally.answers, tally.correct, filt.spent, tuple(filt.charges))
+        return Outcome(tally.answers, tally.correct, tuple(filt.charges))
     raise ValueError(f"unknown approximate-DP method {method!r}")

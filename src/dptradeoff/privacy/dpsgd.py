@@ -54,32 +54,22 @@ def rdp_curve(n: int, lot_size: int, noise: float, num_steps: int, orders=ORDERS
     return np.where(np.isnan(curve), np.inf, curve)
 
 
-def classic_epsilon(orders, curve, delta: float) -> float:
-    """epsilon = min over orders of RDP(alpha) + log(1/delta)/(alpha - 1) (Mironov 2017, Prop. 3)."""
-    orders = np.asarray(orders, dtype=float)
-    with np.errstate(invalid="ignore"):
-        values = np.asarray(curve) + math.log(1 / delta) / (orders - 1)
-    values = values[np.isfinite(values)]
-    return float(values.min()) if len(values) else math.inf
-
-
 def epsilon(n: int, lot_size: int, epochs: int, noise: float, delta: float, conversion: str = "dp_accounting") -> float:
     """(epsilon, delta)-DP of a DP-SGD/DP-Adam run: n examples, lots of m, `epochs` epochs, noise multiplier z."""
-    return _epsilon_and_order(n, lot_size, steps(n, lot_size, epochs), noise, delta, conversion)[0]
+    return _epsilon(n, lot_size, steps(n, lot_size, epochs), noise, delta, conversion)
 
 
-def _epsilon_and_order(n: int, lot_size: int, num_steps: int, noise: float, delta: float,
-                       conversion: str) -> tuple[float, float]:
-    """epsilon over ORDERS (plus HIGH_ORDERS when the optimum sits at the top of ORDERS) and the best order."""
+def _epsilon(n: int, lot_size: int, num_steps: int, noise: float, delta: float, conversion: str) -> float:
+    """epsilon over ORDERS, plus HIGH_ORDERS when the optimum sits at the top of ORDERS."""
     _check_conversion(conversion, delta)
     orders, curve = ORDERS, rdp_curve(n, lot_size, noise, num_steps)
     if not np.isfinite(curve).any():
-        return math.inf, math.inf
+        return math.inf
     if _convert(orders, curve, delta, "dp_accounting")[1] >= 96:
         orders = ALL_ORDERS
         curve = np.concatenate([curve, rdp_curve(n, lot_size, noise, num_steps, HIGH_ORDERS)])[
             np.argsort(ORDERS + HIGH_ORDERS)]
-    return _convert(orders, curve, delta, conversion)
+    return _convert(orders, curve, delta, conversion)[0]
 
 
 def _convert(orders, curve, delta: float, conversion: str) -> tuple[float, float]:
@@ -126,68 +116,52 @@ def calibrate_noise(n: int, lot_size: int, epochs: int, eps: float, delta: float
     if not eps > 0:
         raise UserError(f"The target epsilon must be > 0, got {eps}.")
     num_steps = steps(n, lot_size, epochs)
-    # The root is searched on ORDERS first (cheaper: forward differences up to order 128 only);
-    # any set of orders gives a valid bound.
-    z = _window_root(n, lot_size, num_steps, eps, delta, conversion, ORDERS, 1.0)
-    if z is None:   # ORDERS cannot reach eps even at MAX_NOISE; can all orders?
-        z = _window_root(n, lot_size, num_steps, eps, delta, conversion, ALL_ORDERS, MAX_NOISE)
-    if z is None:
-        return None
-    calibration, best = _raise_until_within(n, lot_size, num_steps, z, eps, delta, conversion)
-    if calibration is None or best in ORDERS:
-        return calibration
-    # The optimum is one of the costly HIGH_ORDERS: refine on it and its neighbours.
-    i = ALL_ORDERS.index(best)
-    window = ALL_ORDERS[max(0, i - 1): i + 2]
-    z = _window_root(n, lot_size, num_steps, eps, delta, conversion, window, calibration.noise)
-    if z is None or z >= calibration.noise:
-        return calibration
-    refined, _ = _raise_until_within(n, lot_size, num_steps, z, eps, delta, conversion)
-    return refined if refined is not None and refined.noise < calibration.noise else calibration
+    z = _root(n, lot_size, num_steps, eps, delta, conversion)
+    return None if z is None else _raise_until_within(n, lot_size, num_steps, z, eps, delta, conversion)
 
 
 def _raise_until_within(n: int, lot_size: int, num_steps: int, z: float, eps: float, delta: float,
-                        conversion: str) -> tuple[Calibration | None, float]:
+                        conversion: str) -> Calibration | None:
     """From z (rounded up by 0.1%), raise z in doubling steps until epsilon(z) <= eps, then bisect back
-    towards the last z that failed; only a z whose epsilon() was checked is returned. The calibration
-    and its best order; None if even MAX_NOISE fails."""
+    towards the last z that failed; only a z whose epsilon() was checked is returned. None if even
+    MAX_NOISE fails."""
     def check(z):
-        achieved, order = _epsilon_and_order(n, lot_size, num_steps, z, delta, conversion)
-        return (Calibration(z, achieved), order) if achieved <= eps else (None, order)
+        achieved = _epsilon(n, lot_size, num_steps, z, delta, conversion)
+        return Calibration(z, achieved) if achieved <= eps else None
 
     failed, raise_by = None, 1e-3   # in log z
     while True:
         z = min(MAX_NOISE, z * math.exp(raise_by))
         passed = check(z)
-        if passed[0] is not None:
+        if passed is not None:
             break
         if z >= MAX_NOISE:
-            return passed
+            return None
         failed, raise_by = z, raise_by * 2
-    while failed is not None and passed[0].noise / failed > 1.002:
-        middle = math.sqrt(failed * passed[0].noise)
+    while failed is not None and passed.noise / failed > 1.002:
+        middle = math.sqrt(failed * passed.noise)
         result = check(middle)
-        if result[0] is not None:
+        if result is not None:
             passed = result
         else:
             failed = middle
     return passed
 
 
-def _window_root(n: int, lot_size: int, num_steps: int, eps: float, delta: float, conversion: str,
-                 orders: tuple, start: float) -> float | None:
-    """A root in z of epsilon(z) = eps computed on `orders` alone; None if z = MAX_NOISE does not reach eps."""
+def _root(n: int, lot_size: int, num_steps: int, eps: float, delta: float, conversion: str) -> float | None:
+    """A root in z of epsilon(z) = eps over ALL_ORDERS (one fixed set, so the function is smooth);
+    None if z = MAX_NOISE does not reach eps."""
     from scipy import optimize
 
     @functools.lru_cache(maxsize=None)
     def gap(log_z):   # log epsilon - log eps: close to linear in log z, with slope -1 to -2
-        e = _convert(orders, rdp_curve(n, lot_size, math.exp(log_z), num_steps, orders), delta, conversion)[0]
+        e = _convert(ALL_ORDERS, rdp_curve(n, lot_size, math.exp(log_z), num_steps, ALL_ORDERS), delta, conversion)[0]
         return float(np.clip(math.log(e) - math.log(eps), -50.0, 50.0)) if e > 0 else -50.0
 
     lowest, highest = math.log(MIN_NOISE), math.log(MAX_NOISE)
-    # Bracket the root from `start` by secant-like steps of the gap's own size (a slope of -1 or
+    # Bracket the root from z = 1 by secant-like steps of the gap's own size (a slope of -1 or
     # steeper makes such a step reach or cross the root), then Brent's method inside the bracket.
-    a = math.log(start)
+    a = 0.0
     while True:
         step = float(np.clip(abs(gap(a)), math.log(1.5), math.log(16.0)))
         b = min(highest, max(lowest, a + step if gap(a) > 0 else a - step))
