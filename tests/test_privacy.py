@@ -1,6 +1,7 @@
 """Every privacy number against an independent computation."""
 from __future__ import annotations
 
+import functools
 import math
 import subprocess
 import sys
@@ -257,7 +258,7 @@ THM27_CASES = [(4000 / 60000, 20.0), (256 / 857, 50.0), (0.256, 7.73395293596027
 def test_rdp_equals_thm27_in_exact_arithmetic(q, sigma):
     """Our one-step RDP (`wor_gaussian`) against WBK19 Thm 27 written out here and evaluated in exact
     (enough-digit) arithmetic: equal to it raised by the documented 1e-9 margin, to 1e-11 - whether
-    asked for one order or for every order the pipeline uses (which changes the quadrature grids)."""
+    asked for one order or for every order the pipeline uses (which changes how many moments are computed)."""
     alphas = (2, 3, 7, 32, 64, 129, 192, 256)
     alone = [float(wor_gaussian.rdp(q, sigma, [alpha])[0]) for alpha in alphas]
     # as epsilon() asks for them: with every order of the pipeline (quadrature grids up to order 256)
@@ -284,6 +285,57 @@ def test_dp_accounting_float64_thm27_error_is_what_we_measured(q, sigma):
         assert min(errors) < -1e-5      # below the bound: the bug that made us compute it ourselves
     if (q, sigma) == (256 / 857, 50.0):
         assert max(errors) > 10         # far above: the floor
+
+
+# --- the fast evaluation against the previous one ---------------------------------------------------
+
+def _paper_scale_settings(count=200, seed=11):
+    """(n, lot, epochs, noise) at Adult (n = 32,561: lots 8-512, epochs 1-64) and MNIST (n = 60,000:
+    lots 16-4,000, epochs 1-400) paper scale with noise 0.1-16 (the problems' domains), log-uniform and
+    seeded, starting with the corners and a setting where the classic conversion's rule differs from
+    the minimum over ALL_ORDERS."""
+    settings = [(32561, 8, 1, 0.1), (32561, 512, 64, 16.0), (32561, 8, 64, 16.0), (32561, 512, 1, 0.5),
+                (60000, 16, 400, 0.5), (60000, 4000, 400, 16.0), (60000, 16, 1, 16.0),
+                (60000, 4000, 1, 8.206474244280365)]
+    rng = np.random.default_rng(seed)
+    while len(settings) < count:
+        n, lots, most_epochs = [(32561, (8, 512), 64), (60000, (16, 4000), 400)][len(settings) % 2]
+        settings.append((n, int(np.exp(rng.uniform(*np.log(lots)))), int(np.exp(rng.uniform(0, math.log(most_epochs)))),
+                         float(np.exp(rng.uniform(math.log(0.1), math.log(16))))))
+    return settings
+
+
+def test_epsilon_equals_the_previous_evaluation(monkeypatch):
+    """epsilon() (all orders in one pass, the moments on a coarser lattice with Newton-found peaks) equals
+    the previous evaluation (tests/privacy_previous.py: a frozen copy) to 1e-9 relative over 200 paper-scale
+    settings, both conversions, delta 1e-5 and 1e-6: the same orders, the same rule, the same bound."""
+    import privacy_previous as previous
+
+    # the previous RDP curve once per setting, not once per (conversion, delta): same values, 4x less time
+    monkeypatch.setattr(previous, "rdp_curve", functools.lru_cache(maxsize=None)(previous.rdp_curve))
+    differences = {}
+    for setting in _paper_scale_settings():
+        for delta in (1e-5, 1e-6):
+            for conversion in dpsgd.CONVERSIONS:
+                ours, theirs = dpsgd.epsilon(*setting, delta, conversion), previous.epsilon(*setting, delta, conversion)
+                assert math.isfinite(theirs) and theirs > 0, (setting, delta, conversion, theirs)
+                differences[setting, delta, conversion] = abs(ours / theirs - 1)
+    worst = max(differences, key=differences.get)
+    assert differences[worst] <= 1e-9, (worst, differences[worst])
+
+
+def test_moment_quadrature_is_converged_in_its_step_and_window(monkeypatch):
+    """log D_{2m} (m <= 128) at the production step and window equals that of a ten times finer step and a
+    wider window (+-16) to 1e-12, relative where |log D| > 1: the trapezoid rule's own error is far below the
+    1e-9 margin, over sigma from where the moments start (0.5) to HUGE_SIGMA."""
+    sigmas = [0.5, 0.5000001, 0.55, 0.6, 0.7348, 0.85, 1.0, 1.3, 1.7, 2.0, 3.0, 5.0, 7.7, 12.0, 16.0, 30.0, 100.0,
+              1e3, 1e6, 1e30, wor_gaussian.HUGE_SIGMA]
+    ours = [wor_gaussian.log_even_differences(sigma, 128) for sigma in sigmas]
+    monkeypatch.setattr(wor_gaussian, "_STEP", wor_gaussian._STEP / 10)
+    monkeypatch.setattr(wor_gaussian, "_HALF_WIDTH", 16.0)
+    for sigma, coarse in zip(sigmas, ours):
+        np.testing.assert_allclose(coarse, wor_gaussian.log_even_differences(sigma, 128), rtol=1e-12, atol=1e-12,
+                                   err_msg=f"sigma = {sigma}")
 
 
 # --- noise calibration ---------------------------------------------------------------------------
