@@ -9,7 +9,7 @@ from scipy import stats
 from dptradeoff.bo import gp
 from dptradeoff.bo.hvpoi import adaptive_reference, hvpoi
 from dptradeoff.bo.pareto import hypervolume_2d, nondominated_cells, pareto_front, pareto_mask
-from dptradeoff.bo.propose import Settings, propose
+from dptradeoff.bo.propose import GPState, Settings, propose
 from dptradeoff.bo.transforms import InputScaler, objectives_from_gp, objectives_to_gp
 from dptradeoff.problems.registry import PROBLEMS, Param, Problem
 
@@ -130,7 +130,7 @@ def test_bo_beats_random_sampling_on_a_toy_problem():
         initial = toy_oracle(pd.DataFrame(rng.random((8, 2)), columns=["a", "b"]))
         evals = initial
         for _ in range(10):
-            evals = pd.concat([evals, toy_oracle(propose(TOY, evals, 1, settings, rng)[["a", "b"]])], ignore_index=True)
+            evals = pd.concat([evals, toy_oracle(propose(TOY, evals, 1, settings, rng).points[["a", "b"]])], ignore_index=True)
         bo.append(_toy_hypervolume(evals))
         extra = toy_oracle(pd.DataFrame(rng.random((10, 2)), columns=["a", "b"]))
         rnd.append(_toy_hypervolume(pd.concat([initial, extra])))
@@ -142,8 +142,8 @@ def test_same_inputs_same_proposals_and_a_batch_of_distinct_points():
     rng = np.random.default_rng(0)
     evals = toy_oracle(pd.DataFrame(rng.random((12, 2)), columns=["a", "b"]))
     settings = Settings(candidates=500, gp_restarts=2)
-    a = propose(TOY, evals, 4, settings, np.random.default_rng(7))
-    b = propose(TOY, evals, 4, settings, np.random.default_rng(7))
+    a = propose(TOY, evals, 4, settings, np.random.default_rng(7)).points
+    b = propose(TOY, evals, 4, settings, np.random.default_rng(7)).points
     assert a.drop(columns=["fit_seconds", "acquisition_seconds"]).equals(b.drop(columns=["fit_seconds", "acquisition_seconds"]))
     pts = a[["a", "b"]].to_numpy()
     assert len({tuple(p) for p in pts}) == 4
@@ -156,5 +156,96 @@ def test_integer_hyperparameters_are_rounded_and_never_repeated():
     points = pd.DataFrame({"bound": rng.integers(1, 31, 10), "b": np.exp(rng.uniform(np.log(0.01), np.log(100), 10))})
     points["epsilon"] = (1 + (2 * points["bound"]) ** (1 / 3)) * (1 + (2 * points["bound"]) ** (2 / 3)) / points["b"]
     points["error"] = stats.norm.cdf(np.log(points["b"])) * 0.9
-    out = propose(problem, points, 3, Settings(candidates=300, gp_restarts=1), rng)
+    out = propose(problem, points, 3, Settings(candidates=300, gp_restarts=1), rng).points
     assert out["bound"].dtype.kind == "i" and out["bound"].between(1, 30).all()
+
+
+def test_loss_and_gradient_equal_gpflows_training_loss():
+    """The closed-form gradient in K replaces only TensorFlow's back-propagation through Cholesky."""
+    gpflow, tf = gp.backend()
+    rng = np.random.default_rng(2)
+    x = rng.random((40, 3))
+    y = np.sin(5 * x[:, 0]) + x[:, 2] + 0.1 * rng.standard_normal(40)
+    fitter = gp.fitter(3)
+    fitter.x.assign(x)
+    fitter.y.assign(((y - y.mean()) / y.std())[:, None])
+    fitter._set(gp.Hyperparameters((0.3, 1.7, 0.9), 1.4, 0.05))
+    ours, ours_grad = fitter._loss_and_grad()
+    with tf.GradientTape() as tape:
+        reference = fitter.model.training_loss()
+    reference_grad = tape.gradient(reference, fitter.variables)
+    assert float(ours) == pytest.approx(float(reference), rel=1e-12)
+    for a, b in zip(ours_grad, reference_grad):
+        assert a.numpy() == pytest.approx(b.numpy(), rel=1e-9, abs=1e-12)
+
+
+def _chain_data(n):
+    rng = np.random.default_rng(4)
+    evals = toy_oracle(pd.DataFrame(rng.random((n, 2)), columns=["a", "b"]))
+    evals["error"] += 0.01 * rng.standard_normal(n)
+    return evals
+
+
+def test_refinement_from_the_previous_round_reaches_the_full_fits_likelihood():
+    """One L-BFGS-B run from round r-1's hyperparameters ends where ML-II with restarts does."""
+    from dptradeoff.bo.transforms import InputScaler
+
+    evals = _chain_data(41)
+    scaler = InputScaler(TOY)
+    x = scaler.to_unit(evals[["a", "b"]].to_numpy())
+    y = objectives_to_gp(evals["epsilon"].to_numpy(), evals["error"].to_numpy())[:, 1]
+    fitter = gp.fitter(2)
+
+    def loss(post):
+        fitter.x.assign(x)
+        fitter.y.assign(post.y[:, None])
+        fitter._set(post.hyperparameters)
+        return float(fitter._loss_and_grad()[0])
+
+    before = fitter.fit(x[:40], y[:40], noiseless=False, restarts=4, rng=np.random.default_rng(0))
+    refined = fitter.fit(x, y, noiseless=False, restarts=1, rng=np.random.default_rng(1), start=before.hyperparameters)
+    full = fitter.fit(x, y, noiseless=False, restarts=4, rng=np.random.default_rng(1))
+    assert loss(refined) <= loss(full) + 1e-3 * abs(loss(full))
+    assert refined.hyperparameters != before.hyperparameters    # it did move with the new point
+
+
+def test_refit_schedule_and_state_drive_the_fit():
+    """Full restarts every refit_every-th round, one refinement from the given state between; the
+    state is what the round starts from (another state gives another fit), deterministically."""
+    evals = _chain_data(20)
+    settings = Settings(candidates=300, gp_restarts=3, refit_every=4)
+    state = propose(TOY, evals.iloc[:19], 1, settings, np.random.default_rng(0)).gp_state
+    assert [settings.full_refit(r) for r in range(6)] == [True, False, False, False, True, False]
+    fitter = gp.fitter(2)
+    calls = []
+    original = fitter._fit
+    fitter._fit = lambda *args: calls.append(args[3]) or original(*args)
+    try:
+        a = propose(TOY, evals, 1, settings, np.random.default_rng(1), state, round_index=5)
+        b = propose(TOY, evals, 1, settings, np.random.default_rng(1), state, round_index=5)
+        full = propose(TOY, evals, 1, settings, np.random.default_rng(1), state, round_index=8)
+        moved = GPState(gp.Hyperparameters((3.0, 3.0), 0.2, 0.3), gp.Hyperparameters((3.0, 3.0), 0.2, 0.3))
+        other = propose(TOY, evals, 1, settings, np.random.default_rng(1), moved, round_index=5)
+    finally:
+        del fitter._fit
+    assert calls == [1, 1, 1, 1, 3, 3, 1, 1]     # restarts per GP fit: privacy then utility, per call
+    assert a.gp_state == b.gp_state and a.points.drop(columns=["fit_seconds", "acquisition_seconds"]).equals(
+        b.points.drop(columns=["fit_seconds", "acquisition_seconds"]))
+    assert other.gp_state != a.gp_state
+    assert GPState.from_dict(full.gp_state.as_dict()) == full.gp_state
+
+
+def test_acquisition_skipping_dominated_means_equals_full_hvpoi():
+    """The search computes variances only where dHV(mean) > 0; the values must be HVPoI's exactly."""
+    from dptradeoff.bo.propose import FIXED_REFERENCE, acquisition_function, fit_surrogates
+
+    evals = _chain_data(25)
+    settings = Settings(candidates=100, gp_restarts=1)
+    surrogates = fit_surrogates(TOY, evals, settings, np.random.default_rng(0))
+    observed = surrogates.scaler.to_unit(evals[["a", "b"]].to_numpy())
+    candidates = np.random.default_rng(1).random((3000, 2))
+    values = acquisition_function(surrogates, observed, settings)(candidates)
+    mean, var = surrogates.predict(candidates)
+    expected = hvpoi(mean, var, pareto_front(surrogates.predict(observed)[0]), FIXED_REFERENCE)
+    assert np.array_equal(values, expected)
+    assert 0 < (values > 0).sum() < len(values)     # both kinds of candidate occur

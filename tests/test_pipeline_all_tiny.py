@@ -59,6 +59,11 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     work = tmp_path / "work"
     done = run_snakemake(work, "all", "--cores", "2", f"--configfile={path}", timeout=1800)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    # clean logs: no TensorFlow/CUDA start-up noise on the terminal or in any job log
+    noise = ("Unable to register cu", "absl::InitializeLog", "oneDNN custom operations", "cpu_feature_guard",
+             "Could not find cuda drivers", "TF-TRT")
+    for text in [done.stdout + done.stderr] + [log.read_text() for log in (work / "logs").rglob("*.log")]:
+        assert not any(n in text for n in noise), [line for line in text.splitlines() if any(n in line for n in noise)]
     for n in range(1, 9):
         pdf = (work / f"figures/fig{n}.pdf").read_bytes()
         source = b"simulated queries" if n in (2, 4) else b"embedded"  # SVT has no dataset

@@ -66,27 +66,27 @@ def test_mlp_ghost_clipping_equals_opacus():
         assert torch.allclose(a.reshape(-1), b, rtol=1e-9, atol=1e-12)
 
 
-def _reference_alg(x, y, loss, optimizer, hp, runs, seed):
-    """Paper 001 Alg. 3/4 written naively, one example at a time, drawing the same random numbers."""
-    rng = np.random.default_rng(seed)
+def _reference_alg(x, y, loss, optimizer, hp, lots, noise):
+    """Paper 001 Alg. 3/4 written naively, one example at a time, with given lots (runs, steps, m)
+    and noise (runs, steps, d + 1)."""
     xs = np.concatenate([x, np.ones((len(x), 1))], axis=1).astype(np.float32).astype(np.float64)
-    n, d = xs.shape
-    w = np.zeros((runs, d))
+    runs, steps, _ = lots.shape
+    w = np.zeros((runs, xs.shape[1]))
     mu, nu = np.zeros_like(w), np.zeros_like(w)
-    for t in range(1, hp.steps(n) + 1):
-        lots = [rng.choice(n, hp.lot_size, replace=False) for _ in range(runs)]
-        noise = rng.normal(0.0, 2.0 * hp.clip * hp.noise, size=w.shape)
-        for r in range(runs):
-            total = np.zeros(d)
-            for j in lots[r]:
+    for r in range(runs):
+        for t in range(1, steps + 1):
+            total = np.zeros(xs.shape[1])
+            for j in lots[r, t - 1]:
                 s = xs[j] @ w[r]
                 if loss == "logistic":
                     grad = -y[j] / (1 + np.exp(y[j] * s)) * xs[j]
-                else:
+                elif loss == "hinge":
                     grad = (-y[j] if y[j] * s < 1 else 0.0) * xs[j]
+                else:
+                    grad = (s - y[j]) * xs[j]
                 norm = np.linalg.norm(grad)
                 total += grad * min(1.0, hp.clip / norm) if norm > 0 else grad
-            g = (total + noise[r]) / hp.lot_size
+            g = (total + noise[r, t - 1]) / hp.lot_size
             if optimizer == "sgd":
                 w[r] -= hp.learning_rate * g
             else:
@@ -96,15 +96,75 @@ def _reference_alg(x, y, loss, optimizer, hp, runs, seed):
     return w
 
 
-@pytest.mark.parametrize("loss, optimizer", [("logistic", "sgd"), ("logistic", "adam"), ("hinge", "sgd")])
-def test_linear_trainer_is_algorithm_3_and_4(loss, optimizer):
+def _small_task(loss, features):
     rng = np.random.default_rng(3)
     x = (rng.random((60, 5)) < 0.4).astype(np.float64)
-    y = np.where(x[:, 0] + x[:, 1] + rng.normal(0, 0.3, 60) > 0.8, 1.0, -1.0)
+    if features == "real":
+        x *= rng.normal(size=x.shape)
+    if loss == "squared":
+        return x, x[:, 0] - 0.5 * x[:, 1] + rng.normal(0, 0.3, 60)
+    return x, np.where(x[:, 0] + x[:, 1] + rng.normal(0, 0.3, 60) > 0.8, 1.0, -1.0)
+
+
+@pytest.mark.parametrize("storage", ["csr-binary", "csr-real", "dense"])
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+@pytest.mark.parametrize("loss", ["logistic", "hinge", "squared"])
+def test_linear_trainer_is_algorithm_3_and_4(loss, optimizer, storage):
+    """The compiled trainer's weights equal the naive Alg. 3/4 fed the lots and noise it drew."""
+    x, y = _small_task(loss, "binary" if storage == "csr-binary" else "real")
     hp = DPSGDHyper(epochs=3, lot_size=7, learning_rate=0.1, noise=0.8, clip=0.5)
-    ours = linear.train(x, y, loss, optimizer, hp, runs=2, rng=np.random.default_rng(11))
-    reference = _reference_alg(x, y, loss, optimizer, hp, runs=2, seed=11)
-    assert np.allclose(ours, reference, rtol=1e-4, atol=1e-5)
+    ours, lots, noise = linear._train(x, y, loss, optimizer, hp, 2, np.random.default_rng(11), record=True,
+                                      csr=storage != "dense")
+    assert lots.shape == (2, hp.steps(60), 7) and noise.shape == (2, hp.steps(60), 6)
+    np.testing.assert_allclose(ours, _reference_alg(x, y, loss, optimizer, hp, lots, noise), rtol=1e-10, atol=1e-12)
+
+
+def test_linear_trainer_lots_are_uniform_subsets_drawn_afresh():
+    """Each lot is m distinct indices; every index and every pair of indices is in a lot as often
+    as a uniform m-subset predicts (chi-square), over 2 runs x 8,000 steps."""
+    n, m = 20, 5
+    x, y = np.ones((n, 1)), np.ones(n)
+    _, lots, _ = linear._train(x, y, "logistic", "sgd", DPSGDHyper(2000, m, 0.1, 1.0, 1.0), 2,
+                               np.random.default_rng(0), record=True)
+    lots = lots.reshape(-1, m)
+    assert lots.min() >= 0 and lots.max() < n
+    assert all(len(set(lot)) == m for lot in lots)
+    member = np.zeros((len(lots), n))
+    np.put_along_axis(member, lots, 1.0, axis=1)
+    counts = member.sum(axis=0)
+    expected = len(lots) * m / n
+    # Pearson's statistic times the finite-population correction (n-1)/(n-m) is ~ chi-square(n-1).
+    assert ((counts - expected) ** 2 / expected).sum() * (n - 1) / (n - m) < 55  # 19 dof: p ~ 2e-5
+    pairs = (member.T @ member)[np.triu_indices(n, 1)]
+    expected = len(lots) * m * (m - 1) / (n * (n - 1))
+    assert ((pairs - expected) ** 2 / expected).sum() < 280  # chi-square, 189 dof: p ~ 2e-5
+
+
+def test_linear_trainer_noise_is_gaussian_with_std_2Lz_independent_across_runs():
+    x, y = _small_task("logistic", "binary")
+    hp = DPSGDHyper(epochs=1000, lot_size=6, learning_rate=0.1, noise=0.8, clip=0.5)
+    _, _, noise = linear._train(x, y, "logistic", "sgd", hp, 2, np.random.default_rng(1), record=True)
+    sigma, samples = 2 * hp.clip * hp.noise, noise[0].size  # 10,000 steps x 6 coordinates per run
+    assert abs(noise.std() / sigma - 1) < 0.02
+    assert abs(noise.mean()) < 5 * sigma / np.sqrt(2 * samples)
+    assert abs(np.mean(np.abs(noise) < sigma) - 0.6827) < 0.01  # Gaussian mass within one sigma
+    assert abs(np.corrcoef(noise[0].ravel(), noise[1].ravel())[0, 1]) < 5 / np.sqrt(samples)
+    assert abs(np.corrcoef(noise[0, :-1].ravel(), noise[0, 1:].ravel())[0, 1]) < 5 / np.sqrt(samples)
+
+
+def test_linear_trainer_is_deterministic_in_the_generator_state():
+    x, y = _small_task("logistic", "real")
+    hp = DPSGDHyper(epochs=3, lot_size=7, learning_rate=0.1, noise=0.8, clip=0.5)
+    train = lambda seed, **kw: linear._train(x, y, "logistic", "adam", hp, 2, np.random.default_rng(seed), **kw)[0]
+    assert np.array_equal(train(5), train(5))
+    assert np.array_equal(train(5), train(5, record=True))
+    np.testing.assert_allclose(train(5, csr=True), train(5, csr=False), rtol=1e-12)
+    assert not np.allclose(train(5), train(6))
+    (_, lots5, noise5), (_, lots6, noise6) = (linear._train(x, y, "logistic", "adam", hp, 2, np.random.default_rng(s),
+                                                            record=True) for s in (5, 6))
+    assert not np.array_equal(lots5, lots6) and not np.allclose(noise5, noise6)
+    rng = np.random.default_rng(5)
+    assert not np.allclose(linear.train(x, y, "logistic", "adam", hp, 2, rng), linear.train(x, y, "logistic", "adam", hp, 2, rng))
 
 
 def test_linear_trainer_learns_without_noise():

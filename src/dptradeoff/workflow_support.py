@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import threading
 
 from . import UserError
 
@@ -20,6 +21,27 @@ def rule_context(snakemake):
     except UserError as exc:
         logging.getLogger("dptradeoff").error("%s", exc)
         sys.exit(1)
+
+
+@contextlib.contextmanager
+def thread_log(path: str | None):
+    """For library calls that Snakemake runs as threads of its own process (`run:` rules): this
+    thread's records of the dptradeoff loggers go to the rule's log file, other jobs' do not."""
+    if not path:
+        yield
+        return
+    handler = logging.FileHandler(str(path), mode="w")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
+    me = threading.get_ident()
+    handler.addFilter(lambda record: record.thread == me)
+    logger = logging.getLogger("dptradeoff")
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
 
 
 def limit_threads(threads: int) -> None:

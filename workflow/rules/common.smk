@@ -11,6 +11,7 @@ from dptradeoff.config import check as check_config
 from dptradeoff.data.build import SPLIT_OUTPUTS, raw_inputs
 from dptradeoff.data.sources import DATASETS, TWITTER_MEMBER, file_specs
 from dptradeoff.baselines.grid import grid
+from dptradeoff.bo.propose import Settings
 from dptradeoff.problems import PROBLEMS, get_problem
 
 try:
@@ -99,6 +100,19 @@ def initial_batches(wildcards):
 def chain_batch_size(chain):
     """q of a DPareto chain: `bo` uses dpareto.batch_size, `bo-q<q>` uses q."""
     return config["dpareto"]["batch_size"] if chain == "bo" else int(chain[len("bo-q"):])
+
+
+def previous_proposal(wildcards):
+    """The round before's proposal file (its GP hyperparameters start this round's ML-II); listed
+    after the evaluations, which already depend on it, so building the DAG never recurses 256 deep."""
+    r = int(wildcards.round)
+    return [f"results/dpareto/{wildcards.problem}/{wildcards.chain}/{wildcards.run}/proposals/{r - 1}.parquet"] if r else []
+
+
+def bo_settings():
+    d = config["dpareto"]
+    return Settings(candidates=d["candidates"], gp_restarts=d["gp_restarts"], reference=d["reference"],
+                    refit_every=d["gp_refit_every"])
 
 
 def evaluations_before_round(wildcards):

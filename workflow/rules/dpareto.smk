@@ -20,26 +20,33 @@ rule bo_initial:
         "../scripts/bo_initial.py"
 
 
+# A `run:` rule (one library call) so that, with profiles/default's force-use-threads, Snakemake
+# runs each round as a thread of its own process: TensorFlow is imported once per workflow run,
+# not once per round (see dptradeoff.bo.chain_round). It runs in the environment Snakemake runs
+# in (run: rules take no conda directive), and on a cluster on the head node (localrule).
 rule bo_propose:
     input:
         initial="results/dpareto/{problem}/{chain}/{run}/initial.parquet",
         evals=evaluations_before_round,
+        previous=previous_proposal,
     output:
         "results/dpareto/{problem}/{chain}/{run}/proposals/{round}.parquet",
     params:
         ranges=lambda wildcards: problem_ranges(wildcards.problem),
         batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
-        candidates=config["dpareto"]["candidates"],
-        gp_restarts=config["dpareto"]["gp_restarts"],
-        reference=config["dpareto"]["reference"],
+        settings=lambda wildcards: bo_settings(),
         seed=config["seed"],
     threads: 1
+    localrule: True
     log:
         "logs/dpareto/{problem}/{chain}/{run}/proposals/{round}.log",
-    conda:
-        CONDA_ENV
-    script:
-        "../scripts/bo_propose.py"
+    run:
+        from dptradeoff.bo.chain_round import propose_round
+
+        propose_round(problem=wildcards.problem, ranges=params.ranges, initial=input.initial,
+                      evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
+                      output=output[0], log=log[0], batch_size=params.batch_size, settings=params.settings,
+                      seed=params.seed, run=int(wildcards.run), round_index=int(wildcards.round))
 
 
 rule bo_evaluate:

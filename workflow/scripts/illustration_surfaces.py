@@ -16,4 +16,4 @@ with rule_context(snakemake):
     settings = Settings(candidates=p.candidates, gp_restarts=p.gp_restarts, reference=p.reference)
     meta = {**read_provenance(snakemake.input[0]), "observed": len(evals), "settings": settings.__dict__}
     write_frame(surfaces(problem, evals, p.resolution, settings, rng(p.seed, p.problem, "surfaces")), snakemake.output.surfaces, meta)
-    write_frame(propose(problem, evals, 1, settings, rng(p.seed, p.problem, "surfaces", "next")), snakemake.output.next_point, meta)
+    write_frame(propose(problem, evals, 1, settings, rng(p.seed, p.problem, "surfaces", "next")).points, snakemake.output.next_point, meta)

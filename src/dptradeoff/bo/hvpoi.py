@@ -9,7 +9,7 @@ objectives, given the current front F (GP means at the observed inputs) and a re
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from .pareto import nondominated_cells, pareto_front
 
@@ -22,13 +22,24 @@ def adaptive_reference(front: np.ndarray) -> np.ndarray:
 
 def hvpoi(mean: np.ndarray, var: np.ndarray, front: np.ndarray, reference) -> np.ndarray:
     """HVPoI of N candidates; mean and var have shape (N, 2)."""
+    lower, upper = nondominated_cells(front, reference)
+    return added_hypervolume(mean, lower, upper) * improvement_probability(mean, var, lower, upper)
+
+
+def added_hypervolume(mean: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """dHV: the hypervolume each mean (N, 2) adds to the front whose non-dominated region is the
+    cells (lower, upper corners). Zero for a dominated mean, whatever its variance: the
+    acquisition search needs variances only where this is positive."""
     mean = np.atleast_2d(mean)
-    std = np.sqrt(np.maximum(np.atleast_2d(var), 1e-12))
-    lower, upper = nondominated_cells(front, reference)            # (C, 2) each
-    z_up = (upper[None, :, :] - mean[:, None, :]) / std[:, None, :]  # (N, C, 2)
-    z_lo = (lower[None, :, :] - mean[:, None, :]) / std[:, None, :]
-    poi = np.sum(np.prod(stats.norm.cdf(z_up) - stats.norm.cdf(z_lo), axis=2), axis=1)
     inside = np.all(upper[None, :, :] > mean[:, None, :], axis=2)   # (N, C)
     extent = upper[None, :, :] - np.maximum(lower[None, :, :], mean[:, None, :])
-    dhv = np.sum(np.where(inside, np.prod(extent, axis=2), 0.0), axis=1)
-    return dhv * poi
+    return np.sum(np.where(inside, np.prod(extent, axis=2), 0.0), axis=1)
+
+
+def improvement_probability(mean: np.ndarray, var: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """PoI: the Gaussian probability mass of each candidate in the non-dominated cells."""
+    mean = np.atleast_2d(mean)
+    std = np.sqrt(np.maximum(np.atleast_2d(var), 1e-12))
+    z_up = (upper[None, :, :] - mean[:, None, :]) / std[:, None, :]  # (N, C, 2)
+    z_lo = (lower[None, :, :] - mean[:, None, :]) / std[:, None, :]
+    return np.sum(np.prod(special.ndtr(z_up) - special.ndtr(z_lo), axis=2), axis=1)   # ndtr: the normal cdf

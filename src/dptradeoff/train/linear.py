@@ -1,5 +1,4 @@
-"""DP-SGD / DP-Adam for linear models with closed-form per-example gradients, vectorised over the
-lot and over R independent replications at once.
+"""DP-SGD / DP-Adam for linear models with closed-form per-example gradients, compiled with numba.
 
 Every loss here is phi(w.x, y) for a scalar function phi, so the per-example gradient is
 c_i * x_i with c_i = dphi/d(w.x), its norm is |c_i| * ||x_i||, and the sum of clipped
@@ -11,15 +10,25 @@ Losses (labels y in {-1, +1} for the classifiers):
 - "hinge": max(0, 1 - y w.x), the standard (non-squared) hinge of a linear SVM, with
   subgradient -y x where the margin is < 1 and 0 otherwise;
 - "squared": (w.x - y)^2 / 2, linear regression (Twitter task).
+
+`train` runs every step of every replication in one compiled numba kernel (`_kernel`, cached on
+disk). Features are stored as float32: dense rows, or, when most entries are zero, CSR rows padded
+to whole blocks of BLOCK entries (no values at all for 0/1 features); all arithmetic is float64.
+Each lot is drawn by a partial Fisher-Yates shuffle driven by a SplitMix64 stream, the noise by the
+caller's numpy Generator (which also seeds the stream), so the same Generator state gives the same
+weights. `clipped_gradient_sum` is the same clipping in numpy, for a given lot.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from .hyper import ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, DPSGDHyper
 
 LOSSES = ("logistic", "hinge", "squared")
 OPTIMIZERS = ("sgd", "adam")
+CSR_BELOW_DENSITY = 0.5  # store rows as CSR when fewer than this fraction of features are non-zero
+BLOCK = 8  # CSR rows are padded to a multiple of BLOCK entries: fixed-length inner loops
 
 
 def with_bias(x: np.ndarray) -> np.ndarray:
@@ -60,29 +69,164 @@ def train(x: np.ndarray, y: np.ndarray, loss: str, optimizer: str, hp: DPSGDHype
     Each step: every run samples its own lot of m examples uniformly without replacement, clips,
     adds N(0, (2 L z)^2 I) to the sum, divides by m and takes an SGD or Adam step (paper 001 Alg. 3/4).
     """
+    return _train(x, y, loss, optimizer, hp, runs, rng)[0]
+
+
+def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None):
+    """`train`, also returning the lots (runs, steps, m) and noise (runs, steps, d + 1) it drew when
+    `record`; `csr` forces the row storage (None: CSR below CSR_BELOW_DENSITY)."""
     if loss not in LOSSES or optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown loss/optimizer {loss!r}/{optimizer!r}")
-    # float32 lots (as Opacus uses): the gather of the lot is the main cost of a step.
-    xs = with_bias(np.asarray(x, dtype=np.float32))
-    ys = np.asarray(y, dtype=np.float32)
-    row_norms = np.linalg.norm(xs, axis=1)
-    n, d = xs.shape
-    m, L, z, lr = hp.lot_size, hp.clip, hp.noise, hp.learning_rate
-    w = np.zeros((runs, d))
-    mu, nu = np.zeros_like(w), np.zeros_like(w)
-    for step in range(1, hp.steps(n) + 1):
-        idx = np.stack([rng.choice(n, m, replace=False) for _ in range(runs)])
-        gsum, _ = clipped_gradient_sum(loss, w.astype(np.float32), xs[idx], ys[idx], L, row_norms[idx])
-        g = (gsum + rng.normal(0.0, 2.0 * L * z, size=w.shape)) / m
-        if optimizer == "sgd":
-            w -= lr * g
-        else:
-            mu = ADAM_BETA1 * mu + (1 - ADAM_BETA1) * g
-            nu = ADAM_BETA2 * nu + (1 - ADAM_BETA2) * g * g
-            mu_hat = mu / (1 - ADAM_BETA1**step)
-            nu_hat = nu / (1 - ADAM_BETA2**step)
-            w -= lr * mu_hat / (np.sqrt(nu_hat) + ADAM_KAPPA)
-    return w
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    n, d = x.shape
+    steps, m = hp.steps(n), hp.lot_size
+    if not 0 < m <= n < 2**32:
+        raise ValueError(f"lot size {m} must be between 1 and the number of examples {n} (< 2**32)")
+    norms, row_nnz = _row_stats(x)
+    if csr is None:
+        csr = row_nnz.sum() < CSR_BELOW_DENSITY * x.size
+    if csr:
+        indptr, indices, values = _padded_csr(x, row_nnz)
+        binary = np.all((values == 0) | (values == 1))
+        rows = (None, indptr, indices.astype(np.min_scalar_type(d + BLOCK)), None if binary else values)
+    else:
+        rows = (x, np.zeros(1, np.int64), np.zeros(0, np.uint8), None)
+    shape = (runs, steps) if record else (0, 0)
+    lots, noise = np.zeros(shape + (m,), np.int64), np.zeros(shape + (d + 1,))
+    w = _kernel(*rows, d, norms, np.asarray(y, dtype=np.float64), LOSSES.index(loss), optimizer == "adam",
+                steps, m, hp.clip, hp.noise, hp.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, runs,
+                rng.integers(2**64, dtype=np.uint64), rng, record, lots, noise)
+    return w, lots, noise
+
+
+@numba.njit(cache=True, fastmath={"reassoc"})
+def _row_stats(x):
+    """Each row's norm ||x_i|| (with the bias feature, in float64) and number of non-zeros."""
+    norms, nnz = np.empty(len(x)), np.empty(len(x), np.int64)
+    for i in range(len(x)):
+        square_sum, count = 1.0, 0
+        for v in x[i]:
+            square_sum += np.float64(v) ** 2
+            count += v != 0
+        norms[i], nnz[i] = np.sqrt(square_sum), count
+    return norms, nnz
+
+
+@numba.njit(cache=True)
+def _padded_csr(x, row_nnz):
+    """CSR rows (indptr, indices, values), each padded to a multiple of BLOCK entries by entries
+    (d + 1 + position in block, 0): padding features d+1 ... d+BLOCK have weight 0 throughout and
+    never repeat within a row."""
+    n, d = x.shape
+    indptr = np.zeros(n + 1, np.int64)
+    indptr[1:] = np.cumsum(-(-row_nnz // BLOCK) * BLOCK)
+    indices = d + 1 + np.arange(indptr[n]) % BLOCK
+    values = np.zeros(indptr[n], np.float32)
+    for i in range(n):
+        p = indptr[i]
+        for f in range(d):
+            if x[i, f] != 0:
+                indices[p], values[p] = f, x[i, f]
+                p += 1
+    return indptr, indices, values
+
+
+@numba.njit(cache=True)
+def _below(state, b):
+    """Uniform integer in [0, b), 0 < b <= 2**32, from the SplitMix64 stream with state state[0]:
+    the top 32 bits u of each output give floor(u b / 2**32), exactly uniform after Lemire's
+    rejection of low = u b mod 2**32 < 2**32 mod b (so never when low >= b)."""
+    b = np.uint64(b)
+    while True:
+        state[0] += np.uint64(0x9E3779B97F4A7C15)
+        z = state[0]
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        prod = ((z ^ (z >> np.uint64(31))) >> np.uint64(32)) * b
+        low = prod & np.uint64(0xFFFFFFFF)
+        if low >= b or low >= np.uint64(2**32) % b:
+            return np.int64(prod >> np.uint64(32))
+
+
+_FAST = dict(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")  # reassoc: vectorised sums
+
+
+@numba.njit(**_FAST)
+def _dot(i, v, dense, indptr, indices, values):
+    """x_i . v over the stored features of row i (not the bias)."""
+    s = 0.0
+    if dense is None:
+        start = np.uint64(indptr[i])  # unsigned offsets: numba emits no negative-index wraparound
+        for b in range((indptr[i + 1] - indptr[i]) // BLOCK):
+            for q in range(BLOCK):
+                p = start + np.uint64(b * BLOCK + q)
+                s += (1.0 if values is None else values[p]) * v[indices[p]]
+    else:
+        for f in range(dense.shape[1]):
+            s += dense[i, f] * v[f]
+    return s
+
+
+@numba.njit(**_FAST)
+def _add(i, c, g, dense, indptr, indices, values):
+    """g += c x_i over the stored features of row i (not the bias)."""
+    if dense is None:
+        start = np.uint64(indptr[i])
+        for b in range((indptr[i + 1] - indptr[i]) // BLOCK):
+            for q in range(BLOCK):
+                p = start + np.uint64(b * BLOCK + q)
+                g[indices[p]] += c * (1.0 if values is None else values[p])
+    else:
+        for f in range(dense.shape[1]):
+            g[f] += c * dense[i, f]
+
+
+@numba.njit(**_FAST)
+def _kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, clip, z, lr,
+            beta1, beta2, kappa, runs, seed, rng, record, lots, noise):
+    """Weights (runs, d + 1) of `runs` replications, from the arguments `_train` builds."""
+    rows = (dense, indptr, indices, values)
+    n, limit = len(y), clip / norms
+    w = np.zeros((runs, d + 1 + BLOCK))  # + the padding features
+    g, mu, nu = np.empty(d + 1 + BLOCK), np.empty(d + 1), np.empty(d + 1)
+    perm = np.arange(n, dtype=np.uint32)
+    state = np.array([seed])
+    for r in range(runs):
+        wr = w[r]
+        mu[:], nu[:] = 0.0, 0.0
+        for t in range(1, steps + 1):
+            # Partial Fisher-Yates: each perm[k] is uniform over the not-yet-chosen perm[k:], so
+            # perm[:m] is a uniform m-subset, whatever order earlier steps left perm in.
+            for k in range(m):
+                j = k + _below(state, n - k)
+                perm[j], perm[k] = perm[k], perm[j]
+            if record:
+                lots[r, t - 1] = perm[:m]
+            g[:] = 0.0
+            for k in range(m):
+                i = perm[k]
+                score = wr[d] + _dot(i, wr, *rows)
+                if loss == 0:
+                    c = -y[i] / (1.0 + np.exp(y[i] * score))
+                elif loss == 1:
+                    c = -y[i] if y[i] * score < 1.0 else 0.0
+                else:
+                    c = score - y[i]
+                c = np.copysign(min(abs(c), limit[i]), c)  # c min(1, L / ||c x_i||)
+                _add(i, c, g, *rows)
+                g[d] += c
+            for f in range(d + 1):
+                e = 2.0 * clip * z * rng.standard_normal()
+                if record:
+                    noise[r, t - 1, f] = e
+                g[f] = (g[f] + e) / m
+            if adam:
+                mu[:] = beta1 * mu + (1 - beta1) * g[:d + 1]
+                nu[:] = beta2 * nu + (1 - beta2) * g[:d + 1] ** 2
+                wr[:d + 1] -= lr * (mu / (1 - beta1**t)) / (np.sqrt(nu / (1 - beta2**t)) + kappa)
+            else:
+                wr[:d + 1] -= lr * g[:d + 1]
+    return w[:, :d + 1].copy()
 
 
 def accuracy(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:

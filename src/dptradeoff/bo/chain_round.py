@@ -1,0 +1,66 @@
+"""One round of a DPareto chain as the `bo_propose` rule runs it: inside the Snakemake process.
+
+A proposal round is a library call of a fraction of a second; as a fresh interpreter per round
+it cost 13-23 s, mostly importing TensorFlow/GPflow and tracing the GP graph. The rule is a
+`run:` rule and profiles/default sets `force-use-threads`, so Snakemake runs every round as a
+thread of its own process: TensorFlow is imported and the graph traced once per workflow run.
+Each evaluation file is likewise read once per workflow run (`read_once`; reading all 256 of
+them every round costs 0.5 s), and the GP hyperparameters a round ends with are stored in its
+proposal file, where the next round's ML-II starts. Everything a round depends on is in its
+input files, so a resumed or re-run round proposes exactly what an uninterrupted run does.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import pandas as pd
+import threadpoolctl
+
+from ..io import read_provenance
+from ..problems import get_problem
+from ..problems.tables import read_frame, write_frame
+from ..seeds import rng
+from ..workflow_support import thread_log
+from .propose import GPState, Settings, propose
+
+_frames: dict[tuple, pd.DataFrame] = {}
+
+
+def read_once(path: str) -> pd.DataFrame:
+    """A table, read from disk only the first time this process sees this version of the file."""
+    stat = os.stat(path)
+    key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _frames:
+        _frames[key] = read_frame(path)
+    return _frames[key]
+
+
+def propose_round(*, problem: str, ranges: dict | None, initial: str, evaluations: list[str], previous: str | None,
+                  output: str, log: str, batch_size: int, settings: Settings, seed: int, run: int,
+                  round_index: int) -> None:
+    """Write round `round_index`'s proposal (q = batch_size points) to `output`."""
+    start = time.perf_counter()
+    # BLAS on one thread (the rule's `threads: 1`): several threads' spin-waiting costs more than it
+    # gains at these sizes, and on a busy machine made triangular solves 10x slower. Set for the
+    # whole (Snakemake) process, whose only BLAS work is these rounds.
+    threadpoolctl.threadpool_limits(1)
+    with thread_log(log):
+        chosen = get_problem(problem, ranges)
+        evals = pd.concat([read_once(initial)] + [read_once(path) for path in evaluations], ignore_index=True)
+        state = GPState.from_dict(read_provenance(previous)["gp_state"]) if previous else None
+        proposal = propose(chosen, evals, batch_size, settings, rng(seed, problem, "dpareto", run, round_index),
+                           state, round_index)
+        points = proposal.points
+        full = state is None or settings.full_refit(round_index)
+        logging.getLogger(__name__).info(
+            "round %d: %d observations, ML-II %s, GP fits %.2f s, acquisition %.2f s", round_index, len(evals),
+            f"with {settings.gp_restarts} starts" if full else "refined from the previous round",
+            points["fit_seconds"].iloc[0], points["acquisition_seconds"].iloc[0])
+        points.insert(0, "round", round_index)
+        points["job_seconds"] = time.perf_counter() - start   # the whole round as Snakemake runs it
+        write_frame(points, output, {
+            "problem": problem, "method": "dpareto", "run": run, "round": round_index, "observed": len(evals),
+            "settings": settings.__dict__, "full_refit": full,
+            "gp_state": proposal.gp_state.as_dict()})
