@@ -209,3 +209,25 @@ def test_svt_f1_extremes():
     assert svt.f1_scores(10, 1e-4, 20, rng).min() == 1.0
     # C = 1 with no noise finds exactly one true query: F1 = 2/(2+9).
     assert svt.f1_scores(1, 1e-4, 5, rng) == pytest.approx(2 / 11)
+
+
+def test_bolt_on_psgd_is_wu_et_al_algorithm_2():
+    """The compiled PSGD equals a plain numpy transcription (lot size 1, step min(1/beta, 1/(gamma t)),
+    projection onto ||w|| <= 1/gamma), fed the same permutations."""
+    rng = np.random.default_rng(1)
+    x = outpert.normalise(rng.normal(size=(200, 5)))
+    y = np.where(rng.random(200) < 0.5, 1.0, -1.0)
+    gammas = np.array([1e-3, 0.05, 1.0, 30.0])
+    ours = outpert.train(x, y, gammas, np.random.default_rng(9))
+    draws = np.random.default_rng(9)
+    w, t = np.zeros((4, 6)), 0
+    for _ in range(outpert.EPOCHS):
+        order = np.argsort(draws.random((4, 200)), axis=1)
+        for j in range(200):
+            t += 1
+            for r, gamma in enumerate(gammas):
+                i = order[r, j]
+                c = -y[i] / (1.0 + np.exp(y[i] * (w[r] @ x[i])))
+                w[r] -= min(1 / (0.25 + gamma), 1 / (gamma * t)) * (c * x[i] + gamma * w[r])
+                w[r] *= min(1.0, (1 / gamma) / np.linalg.norm(w[r]))
+    assert np.allclose(ours, w, rtol=1e-10, atol=1e-12)

@@ -11,6 +11,7 @@ has L2 sensitivity 2L/(gamma n) (Wu et al. Thm 6), so releasing w + N(0, sigma^2
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from ..privacy import gaussian
@@ -34,26 +35,37 @@ def normalise(x: np.ndarray) -> np.ndarray:
 
 def train(x: np.ndarray, y: np.ndarray, gammas: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Non-private PSGD weights, one row per entry of `gammas` (each with its own permutations).
-
-    x must be normalised (`normalise`), y in {-1, +1}. Rows are independent runs, vectorised."""
+    x must be normalised (`normalise`), y in {-1, +1}. The permutations are drawn here (numpy), the
+    n * EPOCHS projected steps of every run in one compiled loop (`_psgd`)."""
     gammas = np.asarray(gammas, dtype=np.float64)
-    k, (n, d) = len(gammas), x.shape
-    beta = 0.25 + gammas
-    radius = 1.0 / gammas
+    k, n = len(gammas), len(x)
+    orders = np.stack([np.argsort(rng.random((k, n)), axis=1) for _ in range(EPOCHS)])  # (epochs, k, n)
+    return _psgd(np.ascontiguousarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), gammas, orders)
+
+
+@numba.njit(cache=True)
+def _psgd(x, y, gammas, orders):
+    k, d = len(gammas), x.shape[1]
     w = np.zeros((k, d))
-    t = 0
-    for _ in range(EPOCHS):
-        order = np.argsort(rng.random((k, n)), axis=1)  # an independent permutation per run
-        for j in range(n):
-            t += 1
-            xi = x[order[:, j]]
-            yi = y[order[:, j]]
-            margin = yi * np.einsum("kd,kd->k", w, xi)
-            c = -yi * 0.5 * (1.0 - np.tanh(0.5 * margin))
-            eta = np.minimum(1.0 / beta, 1.0 / (gammas * t))
-            w -= eta[:, None] * (c[:, None] * xi + gammas[:, None] * w)
-            norm = np.sqrt(np.einsum("kd,kd->k", w, w))
-            w *= np.minimum(1.0, radius / np.maximum(norm, 1e-300))[:, None]
+    for r in range(k):
+        gamma = gammas[r]
+        beta, radius, t = 0.25 + gamma, 1.0 / gamma, 0
+        for epoch in range(orders.shape[0]):
+            for j in range(orders.shape[2]):
+                t += 1
+                i = orders[epoch, r, j]
+                margin = 0.0
+                for f in range(d):
+                    margin += w[r, f] * x[i, f]
+                c = -y[i] * 0.5 * (1.0 - np.tanh(0.5 * y[i] * margin))   # -y sigmoid(-y w.x)
+                eta = min(1.0 / beta, 1.0 / (gamma * t))
+                norm2 = 0.0
+                for f in range(d):
+                    w[r, f] -= eta * (c * x[i, f] + gamma * w[r, f])
+                    norm2 += w[r, f] * w[r, f]
+                scale = min(1.0, radius / max(np.sqrt(norm2), 1e-300))   # project onto ||w|| <= 1/gamma
+                for f in range(d):
+                    w[r, f] *= scale
     return w
 
 
