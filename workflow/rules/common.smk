@@ -115,6 +115,16 @@ def bo_settings():
                     refit_every=d["gp_refit_every"])
 
 
+def proposal_round(wildcards, input, output, params, log):
+    """The body of the bo_propose run: rule (Snakemake's objects in, the library's arguments out)."""
+    from dptradeoff.bo.chain_round import propose_round
+
+    propose_round(problem=wildcards.problem, ranges=params.ranges, initial=input.initial,
+                  evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
+                  output=output[0], log=log[0], batch_size=params.batch_size, settings=params.settings,
+                  seed=params.seed, run=int(wildcards.run), round_index=int(wildcards.round))
+
+
 def evaluations_before_round(wildcards):
     first = int(wildcards.round) * chain_batch_size(wildcards.chain)
     return [f"results/dpareto/{wildcards.problem}/{wildcards.chain}/{wildcards.run}/evals/{i}.parquet" for i in range(first)]

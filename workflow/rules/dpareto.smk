@@ -41,12 +41,7 @@ rule bo_propose:
     log:
         "logs/dpareto/{problem}/{chain}/{run}/proposals/{round}.log",
     run:
-        from dptradeoff.bo.chain_round import propose_round
-
-        propose_round(problem=wildcards.problem, ranges=params.ranges, initial=input.initial,
-                      evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
-                      output=output[0], log=log[0], batch_size=params.batch_size, settings=params.settings,
-                      seed=params.seed, run=int(wildcards.run), round_index=int(wildcards.round))
+        proposal_round(wildcards, input, output, params, log)
 
 
 rule bo_evaluate:
