@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy import optimize
 import pandas as pd
 import pytest
 from scipy import stats
@@ -210,6 +211,29 @@ def test_refinement_from_the_previous_round_reaches_the_full_fits_likelihood():
     full = fitter.fit(x, y, noiseless=False, restarts=4, rng=np.random.default_rng(1))
     assert loss(refined) <= loss(full) + 1e-3 * abs(loss(full))
     assert refined.hyperparameters != before.hyperparameters    # it did move with the new point
+
+
+def test_a_fit_keeps_the_best_hyperparameters_it_evaluated(monkeypatch):
+    """Whatever point L-BFGS-B stops at (after a failed line search it may be worse than its start),
+    the fit returns the best hyperparameters evaluated: a refinement never loses the warm start."""
+    evals = _chain_data(20)
+    from dptradeoff.bo.transforms import InputScaler
+
+    x = InputScaler(TOY).to_unit(evals[["a", "b"]].to_numpy())
+    y = objectives_to_gp(evals["epsilon"].to_numpy(), evals["error"].to_numpy())[:, 1]
+    fitter = gp.fitter(2)
+    start = fitter.fit(x, y, noiseless=False, restarts=3, rng=np.random.default_rng(0)).hyperparameters
+
+    def stops_at_a_worse_point(objective, theta0, **options):
+        objective(theta0)
+        worse = theta0 + 1.5
+        objective(worse)
+        return optimize.OptimizeResult(x=worse, fun=objective(worse)[0], success=False)
+
+    monkeypatch.setattr(gp.optimize, "minimize", stops_at_a_worse_point)
+    refined = fitter.fit(x, y, noiseless=False, restarts=1, rng=np.random.default_rng(1), start=start)
+    flat = lambda h: [*h.lengthscales, h.variance, h.noise]
+    assert flat(refined.hyperparameters) == pytest.approx(flat(start), rel=1e-9)
 
 
 def test_refit_schedule_and_state_drive_the_fit():

@@ -4,7 +4,10 @@ Hyperparameters are fitted by GPflow (type-II maximum likelihood, scipy L-BFGS-B
 starts, best marginal likelihood kept). As in GPflowOpt, which the original DPareto code used,
 the first start is the model's current state (the previous round's hyperparameters, when the
 caller passes them) and the others are random. A round may also refine the previous round's
-hyperparameters only (one start): `propose` decides which, from `Settings.refit_every`.
+hyperparameters only (one start): `propose` decides which, from `Settings.refit_every`. A fit
+returns the best hyperparameters any start evaluated, not where L-BFGS-B stopped: after a failed
+line search (common on the near-noiseless privacy GP, whose likelihood is numerically flat) that
+point can be worse than the start.
 
 The loss is GPflow's: its Matérn kernel, likelihood and parameter transforms; only the gradient
 of the log-determinant and quadratic form with respect to the kernel matrix K is written in
@@ -131,21 +134,30 @@ class Posterior:
 
     def predict(self, xnew: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance of the latent function at `xnew`, in the original output units."""
-        ks = matern52(np.atleast_2d(xnew), self.x, self.lengthscales, self.variance)
-        v = linalg.solve_triangular(self._chol, ks.T, lower=True, check_finite=False)
-        var = np.maximum(self.variance - np.sum(v * v, axis=0), 1e-12)
-        return self.y_mean + self.y_std * (ks @ self._alpha), self.y_std**2 * var
+        ks = self.cross_kernel(xnew)
+        return self.mean_from(ks), self.variance_from(ks)
 
     def mean(self, xnew: np.ndarray) -> np.ndarray:
         """The mean alone: no triangular solve (the variance's cost, n^2 per point)."""
-        ks = matern52(np.atleast_2d(xnew), self.x, self.lengthscales, self.variance)
+        return self.mean_from(self.cross_kernel(xnew))
+
+    def cross_kernel(self, xnew: np.ndarray) -> np.ndarray:
+        """k(xnew, x): what the mean and the variance at xnew are computed from."""
+        return matern52(np.atleast_2d(xnew), self.x, self.lengthscales, self.variance)
+
+    def mean_from(self, ks: np.ndarray) -> np.ndarray:
         return self.y_mean + self.y_std * (ks @ self._alpha)
+
+    def variance_from(self, ks: np.ndarray) -> np.ndarray:
+        v = linalg.solve_triangular(self._chol, ks.T, lower=True, check_finite=False)
+        return self.y_std**2 * np.maximum(self.variance - np.sum(v * v, axis=0), 1e-12)
 
     def condition(self, xnew: np.ndarray, ynew: np.ndarray) -> "Posterior":
         """The posterior with extra (fantasised) observations, hyperparameters unchanged."""
         ys = (np.asarray(ynew, dtype=float) - self.y_mean) / self.y_std
         return Posterior(np.vstack([self.x, xnew]), np.concatenate([self.y, ys]), self.lengthscales, self.variance,
                          self.noise, self.y_mean, self.y_std)
+
 
 
 _fitters: dict[int, "Fitter"] = {}
@@ -202,11 +214,7 @@ class Fitter:
             its gradient in them, flat: one graph call per L-BFGS-B evaluation (eager assignments
             and conversions cost another 1.5 ms per evaluation)."""
             free = self._free(noiseless)
-            offset = 0
-            for v in free:
-                size = int(np.prod(v.shape))
-                v.assign(tf.reshape(theta[offset:offset + size], v.shape))
-                offset += size
+            self._assign(free, theta)
             with tf.GradientTape() as tape:
                 k = model.kernel(x) + model.likelihood.variance * tf.eye(tf.shape(x)[0], dtype=tf.float64)
                 value = neg_log_marginal(k, tf.convert_to_tensor(y)) - model.log_prior_density()
@@ -232,26 +240,38 @@ class Fitter:
         self.y.assign(ys[:, None])
         free = self._free(noiseless)
 
-        def objective(theta):
-            value, gradient = self._loss_and_grad(theta, noiseless)
-            return float(value), gradient.numpy()
-
         best, best_loss = None, np.inf
+
+        def objective(theta):
+            nonlocal best, best_loss
+            value, gradient = self._loss_and_grad(theta, noiseless)
+            value = float(value)
+            if value < best_loss:   # the best point evaluated: never worse than a start, whatever L-BFGS-B reports
+                best, best_loss = theta.copy(), value
+            return value, gradient.numpy()
+
         for restart in range(max(1, restarts)):
             self._set(self._initial(restart, noiseless, rng, start))
             theta0 = np.concatenate([v.numpy().ravel() for v in free]).astype(float)
             try:
-                result = optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B", options={"maxiter": 150})
-                value, _ = objective(result.x)
+                optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B", options={"maxiter": 150})
             except Exception as exc:  # a restart may hit a non-PSD kernel; the others still count
                 log.warning("GP restart %d failed: %s", restart, exc)
-                continue
-            if np.isfinite(value) and value < best_loss:
-                best_loss = value
-                best = self._get()
         if best is None:
             raise RuntimeError("every GP restart failed")
-        return Posterior(x, ys, np.array(best.lengthscales), best.variance, best.noise, y_mean, y_std)
+        self._assign(free, best)
+        fitted = self._get()
+        return Posterior(x, ys, np.array(fitted.lengthscales), fitted.variance, fitted.noise, y_mean, y_std)
+
+    @staticmethod
+    def _assign(free: list, theta) -> None:
+        """Set the free (unconstrained) variables from the flat vector theta (in the graph or eagerly)."""
+        _, tf = backend()
+        offset = 0
+        for v in free:
+            size = int(np.prod(v.shape))
+            v.assign(tf.reshape(theta[offset:offset + size], v.shape))
+            offset += size
 
     def _initial(self, restart: int, noiseless: bool, rng: np.random.Generator,
                  start: Hyperparameters | None) -> Hyperparameters:

@@ -117,14 +117,17 @@ def acquisition_function(surrogates: Surrogates, observed_unit: np.ndarray, sett
     reference = FIXED_REFERENCE if settings.reference == "fixed" else adaptive_reference(front)
     lower, upper = nondominated_cells(front, reference)
 
+    posteriors = (surrogates.privacy, surrogates.utility)
+
     def acquisition(unit: np.ndarray) -> np.ndarray:
-        unit = np.atleast_2d(unit)
-        gain = added_hypervolume(surrogates.mean(unit), lower, upper)
-        out = np.zeros(len(unit))
+        kernels = [posterior.cross_kernel(unit) for posterior in posteriors]
+        mean = np.stack([posterior.mean_from(k) for posterior, k in zip(posteriors, kernels)], axis=1)
+        gain = added_hypervolume(mean, lower, upper)
+        out = np.zeros(len(mean))
         useful = gain > 0     # HVPoI = dHV(mean) * PoI: variances only where dHV > 0
         if useful.any():
-            mean, var = surrogates.predict(unit[useful])
-            out[useful] = gain[useful] * improvement_probability(mean, var, lower, upper)
+            var = np.stack([posterior.variance_from(k[useful]) for posterior, k in zip(posteriors, kernels)], axis=1)
+            out[useful] = gain[useful] * improvement_probability(mean[useful], var, lower, upper)
         return out
 
     return acquisition
