@@ -227,13 +227,16 @@ class Fitter:
         return [v for v, noise in zip(self.variables, self._is_noise) if not (noiseless and noise)]
 
     def fit(self, x: np.ndarray, y: np.ndarray, noiseless: bool, restarts: int, rng: np.random.Generator,
-            start: Hyperparameters | None = None) -> Posterior:
+            start: Hyperparameters | None = None, tolerance: float | None = None) -> Posterior:
         """The best of `restarts` L-BFGS-B fits of the negative log marginal likelihood: the first
-        from `start` (or GPflow-style defaults), the others from random hyperparameters."""
+        from `start` (or GPflow-style defaults), the others from random hyperparameters. Each stops
+        when an iteration lowers the loss by less than `tolerance` relative to it (None: scipy's
+        default, 2.2e-9, as GPflow's Scipy optimiser)."""
         with self._lock:
-            return self._fit(np.asarray(x, dtype=float), np.asarray(y, dtype=float), noiseless, restarts, rng, start)
+            return self._fit(np.asarray(x, dtype=float), np.asarray(y, dtype=float), noiseless, restarts, rng, start,
+                             tolerance)
 
-    def _fit(self, x, y, noiseless, restarts, rng, start):
+    def _fit(self, x, y, noiseless, restarts, rng, start, tolerance):
         y_mean, y_std = float(y.mean()), float(y.std()) or 1.0
         ys = (y - y_mean) / y_std
         self.x.assign(x)
@@ -254,7 +257,8 @@ class Fitter:
             self._set(self._initial(restart, noiseless, rng, start))
             theta0 = np.concatenate([v.numpy().ravel() for v in free]).astype(float)
             try:
-                optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B", options={"maxiter": 150})
+                options = {"maxiter": 150} if tolerance is None else {"maxiter": 150, "ftol": tolerance}
+                optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B", options=options)
             except Exception as exc:  # a restart may hit a non-PSD kernel; the others still count
                 log.warning("GP restart %d failed: %s", restart, exc)
         if best is None:
