@@ -31,9 +31,9 @@ def added_hypervolume(mean: np.ndarray, lower: np.ndarray, upper: np.ndarray) ->
     cells (lower, upper corners). Zero for a dominated mean, whatever its variance: the
     acquisition search needs variances only where this is positive."""
     mean = np.atleast_2d(mean)
-    inside = np.all(upper[None, :, :] > mean[:, None, :], axis=2)   # (N, C)
-    extent = upper[None, :, :] - np.maximum(lower[None, :, :], mean[:, None, :])
-    return np.sum(np.where(inside, np.prod(extent, axis=2), 0.0), axis=1)
+    # per objective, the extent of each cell (N, C) beyond the mean, 0 where the mean is past it
+    extents = [np.maximum(upper[None, :, d] - np.maximum(lower[None, :, d], mean[:, d, None]), 0.0) for d in (0, 1)]
+    return np.einsum("nc,nc->n", *extents)
 
 
 def improvement_probability(mean: np.ndarray, var: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
