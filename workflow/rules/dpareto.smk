@@ -4,6 +4,10 @@
 # and its q points are evaluated one job each, so a batch runs in parallel. The chain `bo` uses
 # dpareto.batch_size; `bo-q<q>` is the same chain with q points per round (batch comparison).
 
+# A chain is sequential: its jobs go first whenever one is ready, so the independent fan-out
+# fills the cores around them instead of a chain running alone at the end of a run.
+CHAIN_PRIORITY = 10
+
 
 rule bo_initial:
     input:
@@ -37,6 +41,7 @@ rule bo_propose:
         settings=lambda wildcards: bo_settings(),
         seed=config["seed"],
     threads: 1
+    priority: CHAIN_PRIORITY
     localrule: True
     log:
         "logs/dpareto/{problem}/{chain}/{run}/proposals/{round}.log",
@@ -58,6 +63,7 @@ rule bo_evaluate:
         initial_points=config["dpareto"]["initial_points"],
         seed=config["seed"],
     threads: 1
+    priority: CHAIN_PRIORITY
     log:
         "logs/dpareto/{problem}/{chain}/{run}/evals/{i}.log",
     conda:
