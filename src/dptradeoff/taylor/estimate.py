@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .objective_perturbation import Noise, gradient, loss_terms
+from .objective_perturbation import Noise, gradient, loss_derivatives
 
 
 def solve_w(x: np.ndarray, y: np.ndarray, theta: np.ndarray, loss: str, c: float, ridge: float, v: np.ndarray) -> np.ndarray:
@@ -17,7 +17,7 @@ def solve_w(x: np.ndarray, y: np.ndarray, theta: np.ndarray, loss: str, c: float
 
     Dense for d <= n; otherwise Woodbury with Z = D^{1/2} X / sqrt(n): W^{-1} = (I - Z'(ridge I + Z Z')^{-1} Z)/ridge."""
     n, d = x.shape
-    second = loss_terms(loss, y * (x @ theta), c)[2]
+    second = loss_derivatives(loss, y * (x @ theta), c)[1]
     if d <= n:
         w = (x.T * second) @ x / n + ridge * np.eye(d)
         return np.linalg.solve(w, v)

@@ -68,29 +68,42 @@ def huber_h(c: float) -> float:
 
 def loss_terms(loss: str, z: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Value, first and second derivative of the loss at margins z."""
+    return (loss_value(loss, z, c), *loss_derivatives(loss, z, c))
+
+
+def loss_value(loss: str, z: np.ndarray, c: float) -> np.ndarray:
     if loss == "logistic":
-        value = np.logaddexp(0.0, -z)
-        s = 0.5 * (1.0 - np.tanh(0.5 * z))          # sigmoid(-z)
-        return value, -s, s * (1.0 - s)
+        return np.logaddexp(0.0, -z)
     if loss == "huber":
         h = huber_h(c)
-        value = np.where(z > 1 + h, 0.0, np.where(z < 1 - h, 1 - z, (1 + h - z) ** 2 / (4 * h)))
+        return np.where(z > 1 + h, 0.0, np.where(z < 1 - h, 1 - z, (1 + h - z) ** 2 / (4 * h)))
+    raise UserError(f"Unknown loss {loss!r}; use one of {', '.join(LOSSES)}.")
+
+
+def loss_derivatives(loss: str, z: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
+    """First and second derivative of the loss at margins z (what training needs: the value's
+    logaddexp was a third of gradient descent's elementwise work)."""
+    if loss == "logistic":
+        s = 0.5 * (1.0 - np.tanh(0.5 * z))          # sigmoid(-z)
+        return -s, s * (1.0 - s)
+    if loss == "huber":
+        h = huber_h(c)
         first = np.where(z > 1 + h, 0.0, np.where(z < 1 - h, -1.0, -(1 + h - z) / (2 * h)))
         second = np.where(np.abs(1 - z) <= h, 1 / (2 * h), 0.0)
-        return value, first, second
+        return first, second
     raise UserError(f"Unknown loss {loss!r}; use one of {', '.join(LOSSES)}.")
 
 
 def empirical_loss(theta: np.ndarray, x: np.ndarray, y: np.ndarray, loss: str, c: float) -> np.ndarray:
     """L(theta, D) for each row of theta (shape (r, d)) -> (r,)."""
     z = y[:, None] * (x @ theta.T)
-    return loss_terms(loss, z, c)[0].mean(axis=0)
+    return loss_value(loss, z, c).mean(axis=0)
 
 
 def gradient(theta: np.ndarray, x: np.ndarray, y: np.ndarray, loss: str, c: float) -> np.ndarray:
     """grad L(theta, D) for each row of theta -> (r, d)."""
     z = y[:, None] * (x @ theta.T)
-    first = loss_terms(loss, z, c)[1]
+    first = loss_derivatives(loss, z, c)[0]
     return ((first * y[:, None]).T @ x) / len(x)
 
 
@@ -111,7 +124,7 @@ def train_gd_with_derivative(x: np.ndarray, y: np.ndarray, loss: str, c: float, 
     theta, jac = np.zeros_like(b), np.zeros_like(b)
     for _ in range(iterations):
         z = y[:, None] * (x @ theta.T)
-        _, first, second = loss_terms(loss, z, c)
+        first, second = loss_derivatives(loss, z, c)
         grad = ((first * y[:, None]).T @ x) / n
         hess_j = ((second * (x @ jac.T)).T @ x) / n            # y^2 = 1
         step_theta = grad + (lam + delta) * theta + b / n
