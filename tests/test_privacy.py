@@ -71,6 +71,35 @@ def test_matches_dp_accounting_with_its_default_orders(n, m, epochs, z):
     assert ours >= reference(every_order) * (1 - 1e-9)
 
 
+def test_improved_conversion_is_dp_accountings_exactly():
+    """Our copy of dp_accounting's RDP -> (epsilon, delta) conversion (no 1.2 s package import)
+    returns the very same floats, on real curves and on edge cases (negative, zero, inf, nan RDP)."""
+    gen = np.random.default_rng(3)
+    curves = [list(dpsgd.rdp_curve(n, m, z, dpsgd.steps(n, m, e), dpsgd.ALL_ORDERS))
+              for n, m, e, z in [(32561, 256, 10, 1.0), (3200, 16, 4, 0.1), (3200, 3000, 1, 16.0), (857, 256, 5, 53.3)]]
+    curves += [list(gen.exponential(scale, len(dpsgd.ALL_ORDERS))) for scale in (1e-9, 1e-3, 1.0, 100.0)]
+    curves += [[0.0] * len(dpsgd.ALL_ORDERS), [math.inf] * len(dpsgd.ALL_ORDERS),
+               [-1e-12] + [1.0] * (len(dpsgd.ALL_ORDERS) - 1), [math.nan] + [2.0] * (len(dpsgd.ALL_ORDERS) - 1)]
+    orders = list(dpsgd.ALL_ORDERS)
+    for curve in curves:
+        for delta in (0.0, 1e-12, 1e-6, 1e-5, 0.1):
+            ours, theirs = dpsgd.improved_conversion(orders, curve, delta), rdp.compute_epsilon(orders, curve, delta)
+            assert repr(ours) == repr(theirs)
+    assert repr(dpsgd.improved_conversion([1.005, 2.0], [0.5, 3.0], 1e-5)) == repr(rdp.compute_epsilon([1.005, 2.0], [0.5, 3.0], 1e-5))
+    for bad in (([0.5], [1.0], 1e-5), ([2.0], [1.0], -1.0), ([2.0, 3.0], [1.0], 1e-5)):
+        with pytest.raises(ValueError):
+            rdp.compute_epsilon(*bad)
+        with pytest.raises(ValueError):
+            dpsgd.improved_conversion(*bad)
+
+
+def test_evaluation_jobs_do_not_import_dp_accounting():
+    """dp_accounting's package import (scipy.signal, scipy.stats) costs a job about 1.2 s."""
+    code = ("import sys; import dptradeoff.problems.evaluate, dptradeoff.privacy.dpsgd, dptradeoff.privacy.gaussian; "
+            "print('dp_accounting' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
 def test_full_batch_reduces_to_the_plain_gaussian_mechanism():
     n, z, epochs, delta = 1000, 4.0, 9, 1e-5
     orders = np.array(dpsgd.ORDERS)

@@ -101,6 +101,28 @@ def test_unrolled_derivative_of_gradient_descent_matches_finite_difference(loss)
     np.testing.assert_allclose(jacs[1], (thetas[2] - thetas[0]) / (2 * h), rtol=1e-4, atol=1e-8)
 
 
+@pytest.mark.parametrize("loss", ["logistic", "huber"])
+def test_row_space_form_equals_the_feature_space_form(loss):
+    """With more features than rows (Gisette), training and W^-1 v run on the Gram matrix x x':
+    the same iterates, derivatives and solves up to rounding."""
+    rng = np.random.default_rng(8)
+    n, d = 40, 300
+    x = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.2)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y = np.sign(rng.normal(size=n))
+    c, lam = 0.25, 1e-6
+    noises = [op.noise_parameters(e, n, lam, c) for e in (0.05, 0.3, 1.0, 4.0)]   # delta_eps > 0 and = 0
+    shape = op.noise_shape(d, rng, 1)[0]
+    gram = x @ x.T
+    plain = op.train_gd_with_derivative(x, y, loss, c, lam, noises, shape, 100, 0.5)
+    rows = op.train_gd_with_derivative(x, y, loss, c, lam, noises, shape, 100, 0.5, gram)
+    for ours, theirs in zip(rows, plain):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12 * np.abs(theirs).max())
+    theta, v = plain[0][1], rng.normal(size=d)
+    np.testing.assert_allclose(estimate.solve_w(x, y, theta, loss, c, 0.01, v, gram),
+                               estimate.solve_w(x, y, theta, loss, c, 0.01, v), rtol=1e-10)
+
+
 def _chaudhuri_parameters(eps, n, lam, c):
     """Chaudhuri, Monteleoni, Sarwate 2011, Alg. 2, as printed: eps' = eps - log(1 + 2c/(n lam) + c^2/(n^2 lam^2));
     Delta = 0 if eps' > 0, else Delta = c/(n(e^{eps/4} - 1)) - lam and eps' = eps/2; b ~ exp(-(eps'/2) ||b||)."""

@@ -9,35 +9,41 @@ from __future__ import annotations
 
 import numpy as np
 
-from .objective_perturbation import Noise, gradient, loss_terms
+from .objective_perturbation import Noise, gradient, loss_derivatives
 
 
-def solve_w(x: np.ndarray, y: np.ndarray, theta: np.ndarray, loss: str, c: float, ridge: float, v: np.ndarray) -> np.ndarray:
+def solve_w(x: np.ndarray, y: np.ndarray, theta: np.ndarray, loss: str, c: float, ridge: float, v: np.ndarray,
+            gram: np.ndarray | None = None) -> np.ndarray:
     """W^{-1} v for W = (1/n) X' D X + ridge I, D = diag(loss''(z_i)) (z_i = y_i theta'x_i; y^2 = 1).
 
-    Dense for d <= n; otherwise Woodbury with Z = D^{1/2} X / sqrt(n): W^{-1} = (I - Z'(ridge I + Z Z')^{-1} Z)/ridge."""
+    Dense for d <= n; otherwise Woodbury with Z = D^{1/2} X / sqrt(n): W^{-1} = (I - Z'(ridge I + Z Z')^{-1} Z)/ridge,
+    where Z Z' = D^{1/2} gram D^{1/2} / n when `gram` = X X' is given (n^2 instead of n^2 d)."""
     n, d = x.shape
-    second = loss_terms(loss, y * (x @ theta), c)[2]
+    second = loss_derivatives(loss, y * (x @ theta), c)[1]
     if d <= n:
         w = (x.T * second) @ x / n + ridge * np.eye(d)
         return np.linalg.solve(w, v)
-    z = x * np.sqrt(second / n)[:, None]
-    inner = ridge * np.eye(n) + z @ z.T
-    return (v - z.T @ np.linalg.solve(inner, z @ v)) / ridge
+    scale = np.sqrt(second / n)
+    if gram is None:
+        z = x * scale[:, None]
+        inner = ridge * np.eye(n) + z @ z.T
+        return (v - z.T @ np.linalg.solve(inner, z @ v)) / ridge
+    inner = ridge * np.eye(n) + scale[:, None] * gram * scale[None, :]
+    return (v - x.T @ (scale * np.linalg.solve(inner, scale * (x @ v)))) / ridge
 
 
-def theta_derivative(x, y, theta, b, noise: Noise, loss: str, c: float, lam: float) -> np.ndarray:
-    """d theta_eps / d eps (one model: theta, b of shape (d,))."""
+def theta_derivative(x, y, theta, b, noise: Noise, loss: str, c: float, lam: float, gram=None) -> np.ndarray:
+    """d theta_eps / d eps (one model: theta, b of shape (d,)); `gram` as in `solve_w`."""
     n = len(x)
     b_prime = -b * noise.d_beta / noise.beta
     v = b_prime / n + noise.d_delta * theta
-    return -solve_w(x, y, theta, loss, c, lam + noise.delta, v)
+    return -solve_w(x, y, theta, loss, c, lam + noise.delta, v, gram)
 
 
-def loss_derivative(x, y, theta, b, noise: Noise, loss: str, c: float, lam: float) -> float:
-    """Paper 002 eq. 6: dL(theta_eps, D)/d eps."""
+def loss_derivative(x, y, theta, b, noise: Noise, loss: str, c: float, lam: float, gram=None) -> float:
+    """Paper 002 eq. 6: dL(theta_eps, D)/d eps; `gram` as in `solve_w`."""
     grad = gradient(theta[None, :], x, y, loss, c)[0]
-    return float(grad @ theta_derivative(x, y, theta, b, noise, loss, c, lam))
+    return float(grad @ theta_derivative(x, y, theta, b, noise, loss, c, lam, gram))
 
 
 def estimate_loss(loss_at_eps: float, derivative: float, eps: float, targets) -> np.ndarray:

@@ -33,12 +33,14 @@ def measure(x: np.ndarray, y: np.ndarray, loss: str, cfg: dict, targets: list[fl
     c, lam = cfg["c"], cfg["lambda"]
     eps_all = np.array(sorted(set(targets) | set(measuring)), dtype=float)
     noises = [noise_parameters(float(e), n, lam, c) for e in eps_all]
+    gram = x @ x.T if d > n else None   # more features than rows (Gisette): train and solve in the row space
     rows = []
     for r in range(cfg["repeats"]):
         shape = noise_shape(d, make_rng(*seed_parts, "noise", r), 1)[0]
         b = np.stack([shape / nz.beta for nz in noises])
         if cfg["solver"] == "gd":
-            thetas, jacs = train_gd_with_derivative(x, y, loss, c, lam, noises, shape, cfg["iterations"], cfg["learning_rate"])
+            thetas, jacs = train_gd_with_derivative(x, y, loss, c, lam, noises, shape, cfg["iterations"], cfg["learning_rate"],
+                                                   gram)
         else:
             thetas = train(x, y, loss, c, lam, np.array([nz.delta for nz in noises]), b, "exact", 0, 0.0)
             jacs = None
@@ -47,7 +49,7 @@ def measure(x: np.ndarray, y: np.ndarray, loss: str, cfg: dict, targets: list[fl
         grads = gradient(thetas, x, y, loss, c)
         for m in measuring:
             i = int(np.flatnonzero(eps_all == m)[0])
-            derivatives = {"eq6": estimate.loss_derivative(x, y, thetas[i], b[i], noises[i], loss, c, lam)}
+            derivatives = {"eq6": estimate.loss_derivative(x, y, thetas[i], b[i], noises[i], loss, c, lam, gram)}
             if jacs is not None:
                 derivatives["unrolled"] = float(grads[i] @ jacs[i])
             for name, deriv in derivatives.items():

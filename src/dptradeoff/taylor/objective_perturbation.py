@@ -68,50 +68,71 @@ def huber_h(c: float) -> float:
 
 def loss_terms(loss: str, z: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Value, first and second derivative of the loss at margins z."""
+    return (loss_value(loss, z, c), *loss_derivatives(loss, z, c))
+
+
+def loss_value(loss: str, z: np.ndarray, c: float) -> np.ndarray:
     if loss == "logistic":
-        value = np.logaddexp(0.0, -z)
-        s = 0.5 * (1.0 - np.tanh(0.5 * z))          # sigmoid(-z)
-        return value, -s, s * (1.0 - s)
+        return np.logaddexp(0.0, -z)
     if loss == "huber":
         h = huber_h(c)
-        value = np.where(z > 1 + h, 0.0, np.where(z < 1 - h, 1 - z, (1 + h - z) ** 2 / (4 * h)))
+        return np.where(z > 1 + h, 0.0, np.where(z < 1 - h, 1 - z, (1 + h - z) ** 2 / (4 * h)))
+    raise UserError(f"Unknown loss {loss!r}; use one of {', '.join(LOSSES)}.")
+
+
+def loss_derivatives(loss: str, z: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
+    """First and second derivative of the loss at margins z (what training needs: the value's
+    logaddexp was a third of gradient descent's elementwise work)."""
+    if loss == "logistic":
+        s = 0.5 * (1.0 - np.tanh(0.5 * z))          # sigmoid(-z)
+        return -s, s * (1.0 - s)
+    if loss == "huber":
+        h = huber_h(c)
         first = np.where(z > 1 + h, 0.0, np.where(z < 1 - h, -1.0, -(1 + h - z) / (2 * h)))
         second = np.where(np.abs(1 - z) <= h, 1 / (2 * h), 0.0)
-        return value, first, second
+        return first, second
     raise UserError(f"Unknown loss {loss!r}; use one of {', '.join(LOSSES)}.")
 
 
 def empirical_loss(theta: np.ndarray, x: np.ndarray, y: np.ndarray, loss: str, c: float) -> np.ndarray:
     """L(theta, D) for each row of theta (shape (r, d)) -> (r,)."""
     z = y[:, None] * (x @ theta.T)
-    return loss_terms(loss, z, c)[0].mean(axis=0)
+    return loss_value(loss, z, c).mean(axis=0)
 
 
 def gradient(theta: np.ndarray, x: np.ndarray, y: np.ndarray, loss: str, c: float) -> np.ndarray:
     """grad L(theta, D) for each row of theta -> (r, d)."""
     z = y[:, None] * (x @ theta.T)
-    first = loss_terms(loss, z, c)[1]
+    first = loss_derivatives(loss, z, c)[0]
     return ((first * y[:, None]).T @ x) / len(x)
 
 
 def train_gd_with_derivative(x: np.ndarray, y: np.ndarray, loss: str, c: float, lam: float, noises: list[Noise],
-                             shape: np.ndarray, iterations: int, learning_rate: float) -> tuple[np.ndarray, np.ndarray]:
+                             shape: np.ndarray, iterations: int, learning_rate: float,
+                             gram: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Gradient descent from 0 for every eps (b = shape / beta_eps) and, alongside, the exact
     derivative J = d theta_T / d eps of the iterate it returns (forward sensitivity:
     J <- J - lr (H J + (lam + delta) J + delta' theta + b'/n)). At convergence J equals eq. 6's
     -W^{-1}(b'/n + delta' theta); after 100 small steps it does not, and this is the derivative of
-    the model actually trained."""
+    the model actually trained.
+
+    With `gram` = x x' (worth it when d > n: Gisette) the same iteration runs in the row space:
+    both iterates stay of the form C x + k shape (C: (r, n), k: (r, 1)), so x theta' = gram C' + (x shape) k'
+    and a step costs n^2 instead of n d per model. Equal to the form above up to rounding (tests)."""
     n, d = x.shape
     beta = np.array([nz.beta for nz in noises])[:, None]
     delta = np.array([nz.delta for nz in noises])[:, None]
     d_beta = np.array([nz.d_beta for nz in noises])[:, None]
     d_delta = np.array([nz.d_delta for nz in noises])[:, None]
+    if gram is not None:
+        return _train_gd_with_derivative_gram(x, gram, y, loss, c, lam + delta, beta, d_beta, d_delta, shape,
+                                              iterations, learning_rate)
     b = shape[None, :] / beta
     b_prime = -b * d_beta / beta
     theta, jac = np.zeros_like(b), np.zeros_like(b)
     for _ in range(iterations):
         z = y[:, None] * (x @ theta.T)
-        _, first, second = loss_terms(loss, z, c)
+        first, second = loss_derivatives(loss, z, c)
         grad = ((first * y[:, None]).T @ x) / n
         hess_j = ((second * (x @ jac.T)).T @ x) / n            # y^2 = 1
         step_theta = grad + (lam + delta) * theta + b / n
@@ -119,6 +140,27 @@ def train_gd_with_derivative(x: np.ndarray, y: np.ndarray, loss: str, c: float, 
         theta = theta - learning_rate * step_theta
         jac = jac - learning_rate * step_jac
     return theta, jac
+
+
+def _train_gd_with_derivative_gram(x, gram, y, loss, c, ridge, beta, d_beta, d_delta, shape, iterations, learning_rate):
+    """`train_gd_with_derivative` with theta = A x + p shape and J = B x + q shape (ridge = lam + delta_eps;
+    every per-eps array of shape (r, 1)): the coefficients take the same gradient-descent steps."""
+    n, r = len(x), len(beta)
+    along_shape = x @ shape                                    # x shape, (n,)
+    a, b = np.zeros((r, n)), np.zeros((r, n))                  # row-space coefficients of theta and J
+    p, q = np.zeros((r, 1)), np.zeros((r, 1))                  # their coefficients on the noise direction
+    for _ in range(iterations):
+        scores = gram @ np.concatenate([a, b]).T               # x (A x)' and x (B x)', (n, 2r)
+        x_theta = scores[:, :r] + along_shape[:, None] * p.T   # x theta'
+        x_jac = scores[:, r:] + along_shape[:, None] * q.T     # x J'
+        first, second = loss_derivatives(loss, y[:, None] * x_theta, c)
+        step_a = (first * y[:, None]).T / n + ridge * a        # grad L = (first y)' x / n
+        step_p = ridge * p + 1.0 / (beta * n)                  # b / n = shape / (beta n)
+        step_b = (second * x_jac).T / n + ridge * b + d_delta * a   # H J = (second x J')' x / n (y^2 = 1)
+        step_q = ridge * q + d_delta * p - d_beta / (beta**2 * n)   # b' / n = -shape d_beta / (beta^2 n)
+        a, p = a - learning_rate * step_a, p - learning_rate * step_p
+        b, q = b - learning_rate * step_b, q - learning_rate * step_q
+    return a @ x + p * shape[None, :], b @ x + q * shape[None, :]
 
 
 def train(x: np.ndarray, y: np.ndarray, loss: str, c: float, lam: float, deltas: np.ndarray, b: np.ndarray,

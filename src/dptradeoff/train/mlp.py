@@ -80,9 +80,11 @@ def train(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, hp: DPSGDHype
         grads, _ = clipped_gradient_sum(params, xs[idx], ys[idx], hp.clip)
         with torch.no_grad():
             for k, (p, g) in enumerate(zip(params, grads)):
-                g = (g + torch.randn(g.shape, generator=noise_gen, device=dev) * noise_std) / hp.lot_size
+                # (g + noise * std) / m, in place in the noise tensor: the same float32 operations
+                # in the same order as the expression, without three temporaries of the layer's size
+                g = torch.randn(g.shape, generator=noise_gen, device=dev).mul_(noise_std).add_(g).div_(hp.lot_size)
                 if optimizer == "sgd":
-                    p -= hp.learning_rate * g
+                    p -= g.mul_(hp.learning_rate)
                 else:
                     mu[k].mul_(ADAM_BETA1).add_(g, alpha=1 - ADAM_BETA1)
                     nu[k].mul_(ADAM_BETA2).addcmul_(g, g, value=1 - ADAM_BETA2)
