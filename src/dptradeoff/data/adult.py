@@ -1,15 +1,20 @@
 """Adult (census income) in LIBSVM's a9a encoding: 123 binary features (Platt 1998).
 
-Continuous fields are binned (age, fnlwgt, education-num, hours-per-week into five
-quantile bins of adult.data; capital-gain and capital-loss into zero / non-zero),
-categorical fields are one-hot in the order of adult.names, and a missing value `?`
-leaves its block all zero. 5+8+5+16+5+7+14+6+5+2+2+2+5+41 = 123 features.
-The cut points below are the quintiles of the 32,561 rows of adult.data; LIBSVM does not
-publish its exact cut points, so individual rows may differ from a9a's at bin borders.
+Continuous fields are binned (age, fnlwgt, education-num, hours-per-week into five bins;
+capital-gain and capital-loss into zero / non-zero), categorical fields are one-hot in the
+order of adult.names, and a missing value `?` leaves its block all zero.
+5+8+5+16+5+7+14+6+5+2+2+2+5+41 = 123 features. LIBSVM does not publish its cut points; ours
+were checked against LIBSVM's a9a file, whose rows are adult.data's in order: every block
+matches, the hours-per-week edges being recovered from a9a itself ([1, 34], [35, 39], [40],
+[41, 47], [48, 99]; quintiles of adult.data would put the last edge at 50).
+
+`a1a_split` is LIBSVM's a1a / a1a.t split of adult.data, which DPareto's original code used
+(train on a1a.t, 30,956 rows; test on a1a, 1,605 rows: the paper's "40k (1.6k)").
 """
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -50,8 +55,10 @@ BINS = {
     "education-num": [9, 10, 11, 13],
     "capital-gain": [1],
     "capital-loss": [1],
-    "hours-per-week": [35, 40, 41, 50],
+    "hours-per-week": [35, 40, 41, 48],
 }
+ADULT_DATA_ROWS = 32561
+A1A_TEST_ROWS = Path(__file__).with_name("a1a_test_rows.txt")  # 0-based rows of adult.data in LIBSVM's a1a
 
 ORDER = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
          "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country"]
@@ -93,6 +100,16 @@ def encode(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     if bad:
         raise UserError(f"Adult labels {sorted(bad)[:3]} are neither '<=50K' nor '>50K'; the file is not in the UCI adult format.")
     return x, (income == ">50K").astype(np.int8)
+
+
+def a1a_split(n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train, test) row indices of adult.data as LIBSVM's a1a.t (train) and a1a (test)."""
+    if n_rows != ADULT_DATA_ROWS:
+        raise UserError(f"The a1a split needs adult.data's {ADULT_DATA_ROWS:,} rows in file order, but the file has "
+                        f"{n_rows:,}; use datasets.adult.split: random for another file.")
+    test = np.loadtxt(A1A_TEST_ROWS, dtype=np.int64, comments="#")
+    train = np.setdiff1d(np.arange(n_rows), test)
+    return train, test
 
 
 def parse_uci(text: str) -> pd.DataFrame:

