@@ -203,3 +203,12 @@ def test_alg3_trial_charges_a_scripted_sequence_exactly(monkeypatch):
                            np.random.default_rng(0))
     assert result.met and result.runs == 3
     assert result.epsilon == pytest.approx(2 * bottom + 0.3 + 0.7 + math.log(1 / delta) / (alpha - 1))
+
+
+def test_table3_candidates_calibrate_by_the_configured_conversion():
+    """privacy.conversion reaches Table 3's calibration: classic needs more noise for the same target."""
+    grid = {"eps": [0.5], "learning_rate": [0.1], "epochs": [2], "batch_size": [64], "clip": [1.0]}
+    (improved,), (classic,) = ml.candidates(grid, 2000, 1e-6), ml.candidates(grid, 2000, 1e-6, "classic")
+    assert classic.noise > improved.noise
+    assert classic.eps_achieved == dpsgd.epsilon(2000, 64, 2, classic.noise, 1e-6, "classic") <= 0.5
+    assert improved.eps_achieved == dpsgd.epsilon(2000, 64, 2, improved.noise, 1e-6) <= 0.5

@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from dptradeoff.io import read_provenance
+from dptradeoff.privacy import dpsgd
 
 pytestmark = pytest.mark.slow
 
@@ -17,6 +18,7 @@ def test_random_sample_fanned_out_and_gathered(run_snakemake, tmp_path):
                      "mnist-mlp2-sgd": {"repeats": 1, "ranges": {"epochs": [1, 1], "lot_size": [200, 4000]}},
                      "svt": {"repeats": 10}},
         "random_sampling": {"points": 5, "points_per_job": 2},
+        "privacy": {"conversion": "classic"},
     }
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -34,3 +36,10 @@ def test_random_sample_fanned_out_and_gathered(run_snakemake, tmp_path):
     meta = read_provenance(work / targets[0])
     assert "embedded" in meta["source_label"] and meta["repeats"] == 2
     assert pq.read_table(work / targets[0]).to_pandas()["epochs"].max() <= 2
+    # privacy.conversion reaches the oracle: every DP-SGD epsilon is the classic conversion's
+    adult = pq.read_table(work / targets[0]).to_pandas()
+    n_train = pq.read_metadata(work / "results/data/adult/train.parquet").num_rows
+    assert (adult["conversion"] == "classic").all()
+    for row in adult.itertuples():
+        classic = dpsgd.epsilon(n_train, row.lot_size, row.epochs, row.noise, row.delta, "classic")
+        assert row.epsilon == classic > dpsgd.epsilon(n_train, row.lot_size, row.epochs, row.noise, row.delta)

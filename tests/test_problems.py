@@ -71,6 +71,8 @@ def test_privacy_oracles_of_the_problems():
     p = PROBLEMS["adult-logreg-adam"]
     pt = {"epochs": 5, "lot_size": 100, "learning_rate": 0.01, "noise": 2.0, "clip": 1.0}
     assert epsilon(p, pt, 30000) == dpsgd.epsilon(30000, 100, 5, 2.0, 1e-5)
+    classic = epsilon(p, pt, 30000, "classic")   # privacy.conversion: the DPareto paper's conversion, larger
+    assert classic == dpsgd.epsilon(30000, 100, 5, 2.0, 1e-5, "classic") > 1.05 * epsilon(p, pt, 30000)
     out = PROBLEMS["adult-logreg-outpert"]
     assert epsilon(out, {"gamma": 0.01, "sigma": 1.0}, 1000) == gaussian.epsilon(1.0, 4 / (0.01 * 1000), 1e-6)
     assert epsilon(PROBLEMS["svt"], {"bound": 5, "b": 2.0}, None) == svt.epsilon(5, 2.0)
@@ -91,7 +93,7 @@ def test_evaluation_rows_have_every_field_and_are_deterministic():
     again = evaluate(p, points, _tiny_data(), repeats=3, config_seed=7, method="random", run=0, first_index=10)
     for col in ["problem", "method", "run", "index", "epochs", "lot_size", "learning_rate", "noise", "clip", "epsilon",
                 "delta", "utility", "error", "utility_min", "utility_max", "utility_runs", "seed", "wall_seconds",
-                "data_source", "source_label", "package_version"]:
+                "data_source", "source_label", "package_version", "conversion"]:
         assert col in rows.columns
     assert rows["index"].tolist() == [10, 11]
     assert all(len(r) == 3 for r in rows["utility_runs"])
@@ -99,5 +101,10 @@ def test_evaluation_rows_have_every_field_and_are_deterministic():
     assert (rows["utility_min"] <= rows["utility"]).all() and (rows["utility"] <= rows["utility_max"]).all()
     assert rows.drop(columns="wall_seconds").equals(again.drop(columns="wall_seconds"))
     assert rows["epsilon"].tolist() == [dpsgd.epsilon(300, 30, 2, 1.0, 1e-5), dpsgd.epsilon(300, 60, 1, 4.0, 1e-5)]
+    classic = evaluate(p, points, _tiny_data(), repeats=3, config_seed=7, method="random", run=0, first_index=10,
+                       conversion="classic")
+    assert (rows["conversion"] == "dp_accounting").all() and (classic["conversion"] == "classic").all()
+    assert classic["epsilon"].tolist() == [dpsgd.epsilon(300, 30, 2, 1.0, 1e-5, "classic"),
+                                           dpsgd.epsilon(300, 60, 1, 4.0, 1e-5, "classic")]
     other = evaluate(p, points, _tiny_data(), repeats=3, config_seed=8, method="random", run=0, first_index=10)
     assert not np.allclose(other["utility_runs"].tolist(), rows["utility_runs"].tolist())

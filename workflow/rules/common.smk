@@ -20,6 +20,9 @@ except UserError as exc:
     raise WorkflowError(str(exc)) from None
 
 CONDA_ENV = "../../envs/environment.yaml"
+# DP-SGD's RDP -> (epsilon, delta) rule in every privacy oracle: dp_accounting's improved one or the
+# classic one the DPareto paper (autodp) used (config/README.md).
+RDP_CONVERSION = config["privacy"]["conversion"]
 
 
 wildcard_constraints:

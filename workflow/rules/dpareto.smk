@@ -57,6 +57,7 @@ rule bo_evaluate:
     output:
         "results/dpareto/{problem}/{chain}/{run}/evals/{i}.parquet",
     params:
+        conversion=RDP_CONVERSION,
         ranges=lambda wildcards: problem_ranges(wildcards.problem),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         batch_size=lambda wildcards: chain_batch_size(wildcards.chain),

@@ -78,6 +78,7 @@ rule expost_ml_candidates:
     wildcard_constraints:
         dataset="twitter|mnist|gisette",
     params:
+        conversion=RDP_CONVERSION,
         expost=config["expost"],
     log:
         "logs/expost/ml/{dataset}/candidates.log",

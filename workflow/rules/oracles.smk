@@ -41,6 +41,7 @@ rule evaluate_batch:
     wildcard_constraints:
         method=r"random|comparison|grid\d+",
     params:
+        conversion=RDP_CONVERSION,
         ranges=lambda wildcards: problem_ranges(wildcards.problem),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         points_per_job=config["random_sampling"]["points_per_job"],

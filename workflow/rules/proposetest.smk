@@ -44,6 +44,7 @@ rule proposetest_adult:
         diagnostics_csv="tables/nonprivate/proposetest_adult_diagnostics.csv",
         diagnostics_md="tables/nonprivate/proposetest_adult_diagnostics.md",
     params:
+        conversion=RDP_CONVERSION,
         cfg=config["proposetest"]["adult"],
         seed=config["seed"],
         config_label=config_label(),

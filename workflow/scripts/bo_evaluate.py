@@ -13,7 +13,7 @@ with rule_context(snakemake):
     proposal = read_frame(snakemake.input.proposal)
     point = proposal.iloc[[i % p.batch_size]][problem.names]
     data = load_data(problem)
-    rows = evaluate(problem, point, data, p.repeats, p.seed, "dpareto", int(w.run), p.initial_points + i)
+    rows = evaluate(problem, point, data, p.repeats, p.seed, "dpareto", int(w.run), p.initial_points + i, p.conversion)
     rows["round"] = int(proposal["round"].iloc[0])
     rows["job_seconds"] = job_seconds()
     write_frame(rows, snakemake.output[0], {"problem": w.problem, "method": "dpareto", "run": int(w.run), "chain": w.chain,

@@ -12,7 +12,7 @@ with rule_context(snakemake):
     first = int(w.batch) * p.points_per_job
     points = read_frame(snakemake.input.points).iloc[first:first + p.points_per_job]
     data = load_data(problem)
-    rows = evaluate(problem, points, data, p.repeats, p.seed, w.method, int(w.run), first)
+    rows = evaluate(problem, points, data, p.repeats, p.seed, w.method, int(w.run), first, p.conversion)
     write_frame(rows, snakemake.output[0], {"problem": w.problem, "method": w.method, "run": int(w.run),
                                             "ranges": p.ranges, "repeats": p.repeats, "seed": p.seed,
                                             "source_label": data.source_label if data else "svt: simulated queries"})

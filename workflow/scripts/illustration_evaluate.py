@@ -10,6 +10,7 @@ with rule_context(snakemake):
     w, p = snakemake.wildcards, snakemake.params
     problem = get_problem(p.problem)
     data = load_data(problem)
-    rows = evaluate(problem, read_frame(snakemake.input.points), data, p.repeats, p.seed, f"illustration-{w.design}", 0)
+    rows = evaluate(problem, read_frame(snakemake.input.points), data, p.repeats, p.seed, f"illustration-{w.design}", 0,
+                    conversion=p.conversion)
     write_frame(rows, snakemake.output[0], {"problem": p.problem, "design": w.design, "repeats": p.repeats,
                                             "source_label": data.source_label if data else "svt: simulated queries"})

@@ -9,11 +9,14 @@ with rule_context(snakemake):
     cfg = snakemake.params.cfg
     x, y = read_matrix(snakemake.input.train)
     xt, yt = read_matrix(snakemake.input.test)
-    released, diagnostics = end_to_end(x, 2.0 * y - 1.0, xt, 2.0 * yt - 1.0, cfg, (snakemake.params.seed, "proposetest"))
+    conversion = snakemake.params.conversion
+    released, diagnostics = end_to_end(x, 2.0 * y - 1.0, xt, 2.0 * yt - 1.0, cfg, (snakemake.params.seed, "proposetest"),
+                                       conversion)
     source = read_provenance(snakemake.input.train).get("source_label", "unknown")
     note = (f"Paper 003 Alg. 1 on adult logistic regression: {cfg['partitions']} partitions trained without noise, "
             f"eps0 = {cfg['eps0']}, g = {cfg['granularity']}, u0 = {cfg['u0']}; final DP-SGD calibrated to "
-            f"({cfg['epsilon']}, {cfg['delta']}), epsilon_train = its epsilon at the noise used. (epsilon_total, "
+            f"({cfg['epsilon']}, {cfg['delta']}) by the {conversion} RDP conversion, epsilon_train = its epsilon at the "
+            f"noise used. (epsilon_total, "
             f"delta_total) is the DP guarantee of everything in this table: epsilon_train plus the tuning's advanced "
             f"composition (delta' = {cfg['delta_prime']}) over the guarded bound on iterations. "
             f"epsilon_total_realised_not_a_guarantee composes only the iterations that ran (the paper's empirical view; "

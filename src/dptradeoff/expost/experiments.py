@@ -107,10 +107,12 @@ def load_task(dataset: str, train_path: str, test_path: str, table3: dict) -> tu
     return task, meta
 
 
-def ml_candidates(task: ml.TaskData, grid: dict, alpha: float, eps_prime: float, delta: float) -> pd.DataFrame:
-    """The calibrated DP-SGD grid, each candidate's RDP at alpha, and Thm 13's ex-post cost."""
+def ml_candidates(task: ml.TaskData, grid: dict, alpha: float, eps_prime: float, delta: float,
+                  conversion: str = "dp_accounting") -> pd.DataFrame:
+    """The calibrated DP-SGD grid (noise calibrated by `conversion`), each candidate's RDP at alpha,
+    and Thm 13's ex-post cost."""
     n = len(task.x_train)
-    cands = ml.candidates(grid, n, delta)
+    cands = ml.candidates(grid, n, delta, conversion)
     eps_rdp = np.array([ml.rdp_curve(c, n, (alpha,))[0] for c in cands])
     costs, bottom = rdp_cost(eps_rdp, eps_prime, alpha)
     frame = pd.DataFrame([vars(c) for c in cands])

@@ -104,16 +104,17 @@ class Candidate:
 
 
 @functools.lru_cache(maxsize=None)
-def calibrate_noise(n: int, batch_size: int, epochs: int, eps: float, delta: float) -> dpsgd.Calibration | None:
-    return dpsgd.calibrate_noise(n, batch_size, epochs, eps, delta)
+def calibrate_noise(n: int, batch_size: int, epochs: int, eps: float, delta: float,
+                    conversion: str = "dp_accounting") -> dpsgd.Calibration | None:
+    return dpsgd.calibrate_noise(n, batch_size, epochs, eps, delta, conversion)
 
 
-def candidates(grid: dict, n: int, delta: float) -> list[Candidate]:
+def candidates(grid: dict, n: int, delta: float, conversion: str = "dp_accounting") -> list[Candidate]:
     batch_sizes = [min(b, n) for b in grid["batch_size"]]
     out = []
     for eps, lr, epochs, batch, clip in itertools.product(grid["eps"], grid["learning_rate"], grid["epochs"],
                                                           sorted(set(batch_sizes)), grid["clip"]):
-        calibration = calibrate_noise(n, int(batch), int(epochs), float(eps), delta)
+        calibration = calibrate_noise(n, int(batch), int(epochs), float(eps), delta, conversion)
         if calibration is None:
             log.warning("No noise multiplier <= %g makes DP-SGD (n=%d, m=%d, %d epochs) %g-DP; candidate dropped.",
                         dpsgd.MAX_NOISE, n, batch, epochs, eps)

@@ -44,12 +44,14 @@ def load_data(problem: Problem, data_dir: str = "results/data") -> Data | None:
     return Data(xtr, ytr, xte, yte, meta.get("source", "unknown"), meta.get("source_label", "unknown"))
 
 
-def epsilon(problem: Problem, point: dict, n_train: int | None) -> float:
+def epsilon(problem: Problem, point: dict, n_train: int | None, conversion: str = "dp_accounting") -> float:
+    """The point's epsilon at the problem's delta; `conversion` is DP-SGD's RDP -> (epsilon, delta)
+    rule (`privacy.conversion`: dp_accounting's improved one, or the classic one the DPareto paper used)."""
     if problem.model == "svt":
         return svt_privacy.epsilon(point["bound"], point["b"])
     if problem.model == "outpert-logreg":
         return outpert.epsilon(point["gamma"], point["sigma"], n_train, problem.delta)
-    return dpsgd.epsilon(n_train, point["lot_size"], point["epochs"], point["noise"], problem.delta)
+    return dpsgd.epsilon(n_train, point["lot_size"], point["epochs"], point["noise"], problem.delta, conversion)
 
 
 def utilities(problem: Problem, point: dict, data: Data | None, repeats: int, seed: int) -> np.ndarray:
@@ -87,9 +89,9 @@ def _outpert_utilities(points: list[dict], data: Data, repeats: int, seed: int) 
 
 
 def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats: int, config_seed: int,
-             method: str, run: int, first_index: int = 0) -> pd.DataFrame:
-    """One row per point: hyperparameters, epsilon, delta, utility mean/min/max and per-run list,
-    error = 1 - utility, seed, wall seconds, data source, package version."""
+             method: str, run: int, first_index: int = 0, conversion: str = "dp_accounting") -> pd.DataFrame:
+    """One row per point: hyperparameters, epsilon (DP-SGD's by `conversion`), delta, utility
+    mean/min/max and per-run list, error = 1 - utility, seed, wall seconds, data source, package version."""
     rows = []
     n_train = len(data.y_train) if data is not None else None
     checked = [problem.check(raw.to_dict()) for _, raw in points.iterrows()]
@@ -101,7 +103,7 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
         index = first_index + offset
         seed = derive_seed(config_seed, problem.name, method, run, index) if batched is None else batch_seed
         start = time.perf_counter()
-        eps = epsilon(problem, point, n_train)
+        eps = epsilon(problem, point, n_train, conversion)
         if batched is None:
             utils = utilities(problem, point, data, repeats, seed)
             wall = time.perf_counter() - start
@@ -110,7 +112,7 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
         mean = float(np.mean(utils))
         rows.append({
             "problem": problem.name, "method": method, "run": run, "index": index, **point,
-            "epsilon": eps, "delta": problem.delta, "utility": mean, "error": 1.0 - mean,
+            "epsilon": eps, "delta": problem.delta, "conversion": conversion, "utility": mean, "error": 1.0 - mean,
             "utility_min": float(np.min(utils)), "utility_max": float(np.max(utils)),
             "utility_runs": [float(u) for u in utils], "repeats": repeats, "seed": seed, "wall_seconds": wall,
             "data_source": data.source if data else "none (simulated queries)",

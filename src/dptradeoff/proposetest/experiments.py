@@ -72,7 +72,7 @@ def partition_utilities(x, y, x_valid, y_valid, cands: list[DPSGDHyper], partiti
     return utilities
 
 
-def end_to_end(x, y, x_test, y_test, cfg: dict, seed_parts: tuple) -> tuple[dict, dict]:
+def end_to_end(x, y, x_test, y_test, cfg: dict, seed_parts: tuple, conversion: str = "dp_accounting") -> tuple[dict, dict]:
     """Tune adult logistic regression by propose-test, then train privately with the selection.
 
     Returns (released, diagnostics): `released` holds only what the (epsilon, delta) total covers
@@ -89,7 +89,7 @@ def end_to_end(x, y, x_test, y_test, cfg: dict, seed_parts: tuple) -> tuple[dict
     trace = propose_test(utilities, cfg["partitions"], cfg["eps0"], cfg["granularity"], cfg["u0"], rng)
     chosen = cands[trace.selected if trace.selected is not None else 0]
     n = len(train)
-    calibration = dpsgd.calibrate_noise(n, chosen.lot_size, chosen.epochs, cfg["epsilon"], cfg["delta"])
+    calibration = dpsgd.calibrate_noise(n, chosen.lot_size, chosen.epochs, cfg["epsilon"], cfg["delta"], conversion)
     if calibration is None:
         raise UserError(f"DP-SGD with lot {chosen.lot_size} and {chosen.epochs} epochs cannot reach epsilon = "
                         f"{cfg['epsilon']} on {n} examples; raise proposetest.adult.epsilon.")
