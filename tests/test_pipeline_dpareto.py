@@ -3,6 +3,7 @@ complete file and ends exactly where an uninterrupted run ends."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -79,3 +80,19 @@ def test_paper_config_dag_builds(run_snakemake, tmp_path):
     assert "RecursionError" not in out
     # 5 problems x 256 proposals and evaluations; 5,000-point comparison runs come with the statistics.
     assert "bo_propose             1280" in out or " 1280" in out
+
+
+@pytest.mark.parametrize("part_size, per_part", [("iterations", 3), ("budget", 4 + 3)])
+def test_table2_parts_have_the_configured_size(run_snakemake, tmp_path, part_size, per_part):
+    """statistics.part_size: k points per part (the paper's text) or k0 + k (the original code's):
+    the comparison sample Snakemake plans is parts x that many points (dry run, one point per job)."""
+    cfg = {"dpareto": {"problems": ["adult-logreg-sgd"], "initial_points": 4, "iterations": 3},
+           "statistics": {"comparison_parts": 2, "part_size": part_size},
+           "random_sampling": {"points": 4, "points_per_job": 1}}
+    path = tmp_path / "parts.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    target = "results/dpareto/adult-logreg-sgd/comparison/0/evaluations.parquet"
+    done = run_snakemake(tmp_path / "work", target, "-n", "--cores", "1", "--configfile", str(path))
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    planned = re.search(r"^evaluate_batch\s+(\d+)", done.stdout + done.stderr, re.MULTILINE)
+    assert planned and int(planned.group(1)) == 2 * per_part

@@ -165,8 +165,10 @@ def illustration_targets():
 
 
 def comparison_part_size():
-    """Table 2's random parts have DPareto's evaluation budget, k0 + k points."""
-    return config["dpareto"]["initial_points"] + config["dpareto"]["iterations"]
+    """Points in each of Table 2's random parts: k, as the paper's text says ("parts of 256"), or
+    DPareto's whole budget k0 + k (272), as the original analysis code did (`statistics.part_size`)."""
+    k0, k = config["dpareto"]["initial_points"], config["dpareto"]["iterations"]
+    return k if config["statistics"]["part_size"] == "iterations" else k0 + k
 
 
 def config_label():
