@@ -20,8 +20,8 @@ except UserError as exc:
     raise WorkflowError(str(exc)) from None
 
 CONDA_ENV = "../../envs/environment.yaml"
-# DP-SGD's RDP -> (epsilon, delta) rule in every privacy oracle: dp_accounting's improved one or the
-# classic one the DPareto paper (autodp) used (config/README.md).
+# How every privacy oracle turns DP-SGD's RDP into (epsilon, delta): dp_accounting's improved
+# conversion, or the classic one the DPareto paper (autodp) used (config/README.md).
 RDP_CONVERSION = config["privacy"]["conversion"]
 
 
