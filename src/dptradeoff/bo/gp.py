@@ -142,12 +142,9 @@ class Posterior:
         ks = self.cross_kernel(xnew)
         return self.mean_from(ks), self.variance_from(ks)
 
-    def mean(self, xnew: np.ndarray) -> np.ndarray:
-        """The mean alone: no triangular solve (the variance's cost, n^2 per point)."""
-        return self.mean_from(self.cross_kernel(xnew))
-
     def cross_kernel(self, xnew: np.ndarray) -> np.ndarray:
-        """k(xnew, x): what the mean and the variance at xnew are computed from."""
+        """k(xnew, x): what the mean and the variance at xnew are computed from (the acquisition
+        computes the variance, a triangular solve of n^2 per point, only where it needs it)."""
         return matern52(np.atleast_2d(xnew), self.x, self.lengthscales, self.variance)
 
     def mean_from(self, ks: np.ndarray) -> np.ndarray:
@@ -162,7 +159,6 @@ class Posterior:
         ys = (np.asarray(ynew, dtype=float) - self.y_mean) / self.y_std
         return Posterior(np.vstack([self.x, xnew]), np.concatenate([self.y, ys]), self.lengthscales, self.variance,
                          self.noise, self.y_mean, self.y_std)
-
 
 
 _fitters: dict[int, "Fitter"] = {}

@@ -88,9 +88,6 @@ class Surrogates:
     def state(self) -> GPState:
         return GPState(self.privacy.hyperparameters, self.utility.hyperparameters)
 
-    def mean(self, unit: np.ndarray) -> np.ndarray:
-        return np.stack([self.privacy.mean(unit), self.utility.mean(unit)], axis=1)
-
     def predict(self, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mp, vp = self.privacy.predict(unit)
         mu, vu = self.utility.predict(unit)
