@@ -22,12 +22,5 @@ include: "workflow/rules/taylor.smk"
 
 rule all:
     input:
-        data_targets(),
-        dpareto_targets(),
-        illustration_targets(),
-        FIGURES,
-        TABLES,
-        expost_targets(),
-        proposetest_targets(),
-        taylor_targets(),
+        all_targets(),
     default_target: True

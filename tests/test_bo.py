@@ -278,3 +278,65 @@ def test_acquisition_skipping_dominated_means_equals_full_hvpoi():
     expected = hvpoi(mean, var, pareto_front(surrogates.predict(observed)[0]), FIXED_REFERENCE)
     assert np.array_equal(values, expected)
     assert 0 < (values > 0).sum() < len(values)     # both kinds of candidate occur
+
+
+def test_initial_max_inputs_are_the_originals_scaling_with_uniform_linear_candidates():
+    """`initial-max`: each hyperparameter divided by its maximum over the initial points; the box is the
+    domain so scaled, so a uniform draw in it is uniform in the linear domain (log-unit-cube: log-uniform)."""
+    from dptradeoff.baselines.random_search import sample
+    from dptradeoff.bo.transforms import input_scaler
+
+    problem = PROBLEMS["adult-logreg-sgd"]
+    initial = sample(problem, 16, np.random.default_rng(0)).to_numpy(float)
+    scaler = input_scaler(problem, "initial-max", initial)
+    assert np.allclose(scaler.to_unit(initial).max(axis=0), 1.0)
+    lows, highs = np.array([p.low for p in problem.domain]), np.array([p.high for p in problem.domain])
+    inside = np.clip(initial, lows, highs)   # random points may lie outside Table 1's domain (Table 4's accept ranges)
+    assert np.allclose(scaler.from_unit(scaler.to_unit(inside)), inside, rtol=1e-13)
+    assert np.allclose(scaler.lower * initial.max(axis=0), lows) and np.allclose(scaler.upper * initial.max(axis=0), highs)
+    u = np.random.default_rng(1).random((20000, 5))
+    noise = problem.names.index("noise")
+    linear = scaler.from_unit(scaler.lower + u * (scaler.upper - scaler.lower))[:, noise]
+    logged = input_scaler(problem, "log-unit-cube", initial).from_unit(u)[:, noise]
+    assert np.median(linear) == pytest.approx((0.1 + 16) / 2, rel=0.03)       # uniform on [0.1, 16]
+    assert np.median(logged) == pytest.approx(np.sqrt(0.1 * 16), rel=0.05)     # log-uniform
+    with pytest.raises(ValueError, match="inputs"):
+        input_scaler(problem, "unit", initial)
+
+
+def test_a_chain_with_initial_max_inputs_scales_by_its_initial_points_and_proposes_inside_the_domain():
+    from dptradeoff.bo.propose import fit_surrogates
+
+    evals = _chain_data(24)
+    evals.loc[20, "a"] = 1.0                    # a later point beyond the initial points' maximum
+    settings = Settings(candidates=300, gp_restarts=1, inputs="initial-max")
+    surrogates = fit_surrogates(TOY, evals, settings, np.random.default_rng(0), initial=16)
+    assert np.array_equal(surrogates.scaler.factor, evals[["a", "b"]].iloc[:16].max().to_numpy())
+    points = propose(TOY, evals, 3, settings, np.random.default_rng(0), initial=16).points
+    assert points[["a", "b"]].to_numpy().min() >= 0.0 and points[["a", "b"]].to_numpy().max() <= 1.0
+    assert len(points.drop_duplicates(subset=["a", "b"])) == 3
+
+
+def test_a_refinement_without_a_finite_likelihood_falls_back_to_a_full_fit(monkeypatch):
+    """A warm start can sit where the new data make the likelihood non-finite everywhere L-BFGS-B goes
+    (seen: a utility GP at its noise floor, then a point repeating another's relevant inputs): the
+    round refits that GP with restarts instead of failing the chain."""
+    from dptradeoff.bo.propose import fit_surrogates
+
+    evals = _chain_data(20)
+    settings = Settings(candidates=100, gp_restarts=2, refit_every=8)
+    state = propose(TOY, evals.iloc[:19], 1, settings, np.random.default_rng(0)).gp_state
+    fitter = gp.fitter(2)
+    real_fit = type(fitter).fit
+    calls = []
+
+    def refinement_fails(self, x, y, noiseless, restarts, rng, start=None, tolerance=None):
+        calls.append((noiseless, restarts))
+        if restarts == 1 and not noiseless:
+            raise RuntimeError("every GP restart failed")
+        return real_fit(self, x, y, noiseless, restarts, rng, start, tolerance)
+
+    monkeypatch.setattr(type(fitter), "fit", refinement_fails)
+    surrogates = fit_surrogates(TOY, evals, settings, np.random.default_rng(1), state, round_index=3)
+    assert calls == [(True, 1), (False, 1), (False, 2)]
+    assert np.isfinite(surrogates.utility.hyperparameters.noise)

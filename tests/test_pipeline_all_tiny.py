@@ -75,6 +75,8 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     assert "embedded" in (work / "tables/table2.csv").read_text().splitlines()[0]
     overhead = read(str(work / "tables/overhead.csv"))
     assert len(overhead) == 5 and overhead["bo_fraction_of_iteration"].between(0, 1).all()
+    assert (overhead["iterations"] == 4).all() and overhead["bo_share_of_study"].between(0, 1).all()
+    assert (overhead["bo_share_of_study"] < overhead["bo_share_of_chain"]).all()   # the study trains more than the chain
     batch = read(str(work / "tables/batch_vs_sequential.csv"))
     assert set(batch["batch_size"]) == {1, 2}
     assert (work / "tables/table2.md").read_text().startswith("| problem")

@@ -108,3 +108,56 @@ def test_evaluation_rows_have_every_field_and_are_deterministic():
                                            dpsgd.epsilon(300, 60, 1, 4.0, 1e-5, "classic")]
     other = evaluate(p, points, _tiny_data(), repeats=3, config_seed=8, method="random", run=0, first_index=10)
     assert not np.allclose(other["utility_runs"].tolist(), rows["utility_runs"].tolist())
+
+
+def test_linear_grids_are_the_originals_linspace_and_search_scale_grids_are_log_spaced():
+    from dptradeoff.baselines.grid import axis, grid
+
+    p = PROBLEMS["adult-logreg-sgd"]
+    assert np.allclose(axis(p, "noise", 3, "linear"), [0.1, 8.05, 16.0])          # the issue's example
+    assert np.allclose(axis(p, "noise", 3), [0.1, np.sqrt(0.1 * 16), 16.0])        # geometric mean in the middle
+    assert axis(p, "epochs", 3, "linear").tolist() == [1, 32, 64]                  # np.round(32.5) = 32
+    for spacing in ("linear", "search-scale"):
+        frame = grid(p, 3, spacing)
+        assert len(frame) == 243 and len(grid(p, 4, spacing)) == 1024
+        assert frame["learning_rate"].min() == 1e-3 and frame["learning_rate"].max() == 0.1   # Table 4's accept range
+    with pytest.raises(ValueError, match="spacing"):
+        grid(p, 3, "log")
+
+
+def test_uniform_sampling_is_uniform_over_the_accept_ranges():
+    from scipy import stats
+
+    from dptradeoff.baselines.random_search import sample_uniform
+
+    p = PROBLEMS["adult-logreg-sgd"]
+    points = sample_uniform(p, 4000, np.random.default_rng(3))
+    assert list(points.columns) == p.names
+    for name, (low, high) in {"epochs": (1, 64), "lot_size": (8, 512), "learning_rate": (1e-3, 1e-1),
+                              "noise": (0.1, 16), "clip": (0.1, 4)}.items():
+        values = points[name].to_numpy(float)
+        assert low <= values.min() and values.max() <= high, name
+        # linear-uniform (not log-uniform, not Tables 3-4's shifted exponentials)
+        if name in ("epochs", "lot_size"):
+            assert (values == np.round(values)).all()
+            counts = np.bincount(values.astype(int) - low, minlength=high - low + 1)
+            assert stats.chisquare(counts).pvalue > 1e-3, name
+        else:
+            assert stats.kstest((values - low) / (high - low), "uniform").pvalue > 1e-3, name
+    tuned = sample(p, 4000, np.random.default_rng(3))
+    assert tuned["lot_size"].median() < 200 < points["lot_size"].median()   # Table 4: lot sizes ~ N(128, 64)
+
+
+def test_output_perturbation_points_of_one_batch_keep_their_own_seeds():
+    """They are trained together from one Generator (`batch_seed`), but each row's `seed` is its own:
+    a figure that drops duplicates by seed would otherwise lose all but one point of the batch."""
+    p = PROBLEMS["adult-logreg-outpert"]
+    points = pd.DataFrame({"gamma": [1e-3, 1e-2, 1e-1], "sigma": [1.0, 2.0, 3.0]})
+    rows = evaluate(p, points, _tiny_data(), repeats=2, config_seed=7, method="random", run=0, first_index=5)
+    assert rows["seed"].nunique() == 3 and rows["batch_seed"].nunique() == 1
+    single = evaluate(p, points.iloc[[1]], _tiny_data(), repeats=2, config_seed=7, method="random", run=0, first_index=6)
+    assert single["seed"].iloc[0] == rows["seed"].iloc[1]   # a point's seed does not depend on its batch
+    dpsgd_rows = evaluate(PROBLEMS["adult-logreg-sgd"], pd.DataFrame([{"epochs": 1, "lot_size": 30, "learning_rate": 0.05,
+                                                                         "noise": 1.0, "clip": 1.0}]),
+                          _tiny_data(), repeats=1, config_seed=7, method="random", run=0)
+    assert dpsgd_rows["batch_seed"].isna().all()

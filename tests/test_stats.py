@@ -58,3 +58,22 @@ def test_batch_wall_clock_is_proposal_plus_slowest_evaluation_per_round():
     assert rows["evaluations"].tolist() == [3, 5]
     both = pd.concat([rows, rows.assign(batch_size=1)])
     assert sorted(equal_count_table(both)["evaluations"].unique()) == [3, 5]
+
+
+def test_overhead_totals_are_the_papers_quantity():
+    """Total BO seconds over the chain (fits + acquisitions of every round), its share of the chain's
+    and of the whole study's training time, beside per-iteration means."""
+    from dptradeoff.stats.overhead import PAPER_BO_SECONDS, overhead_row
+
+    proposals = pd.DataFrame({"round": [0, 1, 2], "fit_seconds": [2.0, 0.5, 0.5], "acquisition_seconds": [0.25, 0.25, 0.5],
+                              "job_seconds": [5.0, 1.0, 1.5]})
+    chain = pd.DataFrame({"method": ["random"] * 4 + ["dpareto"] * 3, "wall_seconds": [1.0] * 4 + [2.0, 3.0, 4.0],
+                          "job_seconds": [np.nan] * 4 + [3.0, 4.0, 5.0]})
+    study = pd.concat([chain, pd.DataFrame({"method": ["comparison"] * 10, "wall_seconds": [5.0] * 10})])
+    row = overhead_row("p", proposals, chain, study)
+    assert row["initial_points"] == 4 and row["iterations"] == 3
+    assert row["bo_seconds_total"] == 4.0 and row["proposal_job_seconds_total"] == 7.5
+    assert row["chain_training_seconds"] == 13.0 and row["study_training_seconds"] == 63.0
+    assert row["bo_share_of_chain"] == pytest.approx(4 / 17) and row["bo_share_of_study"] == pytest.approx(4 / 67)
+    assert row["fit_seconds"] == pytest.approx(1.0) and row["training_seconds"] == 3.0 and row["evaluation_job_seconds"] == 4.0
+    assert row["paper_bo_seconds_total"] == PAPER_BO_SECONDS == 45.0

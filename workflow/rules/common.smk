@@ -23,6 +23,8 @@ CONDA_ENV = "../../envs/environment.yaml"
 # How every privacy oracle turns DP-SGD's RDP into (epsilon, delta): dp_accounting's improved
 # conversion, or the classic one the DPareto paper (autodp) used (config/README.md).
 RDP_CONVERSION = config["privacy"]["conversion"]
+# Grid axes: log-spaced where a parameter is searched on a log scale, or linspace (the original).
+GRID_SPACING = config["dpareto"]["grid_spacing"]
 
 
 wildcard_constraints:
@@ -37,10 +39,6 @@ def data_outputs(dataset):
     if dataset in SPLIT_OUTPUTS:
         return [f"results/data/{dataset}/{split}.parquet" for split in ("train", "test")]
     return [f"results/data/{dataset}/histogram.parquet"]
-
-
-def data_targets():
-    return [path for dataset in DATASETS for path in data_outputs(dataset)]
 
 
 def dataset_inputs(dataset):
@@ -87,12 +85,17 @@ def batches(points):
 
 
 def method_points(problem, method):
-    if method == "random":
+    if method in ("random", "uniform"):
         return config["random_sampling"]["points"]
     if method == "comparison":
         return config["statistics"]["comparison_parts"] * comparison_part_size()
     k = int(method[len("grid"):])
-    return len(grid(get_problem(problem, problem_ranges(problem)), k))
+    return len(grid(get_problem(problem, problem_ranges(problem)), k, GRID_SPACING))
+
+
+def sampling_methods():
+    """The random-sampling runs of every DPareto problem: the paper's distributions, and uniform."""
+    return ["random"] + (["uniform"] if config["random_sampling"]["uniform"] else [])
 
 
 def initial_batches(wildcards):
@@ -115,7 +118,7 @@ def previous_proposal(wildcards):
 def bo_settings():
     d = config["dpareto"]
     return Settings(candidates=d["candidates"], gp_restarts=d["gp_restarts"], reference=d["reference"],
-                    refit_every=d["gp_refit_every"])
+                    refit_every=d["gp_refit_every"], inputs=d["inputs"])
 
 
 def proposal_round(wildcards, input, output, params, log):
@@ -133,13 +136,18 @@ def evaluations_before_round(wildcards):
     return [f"results/dpareto/{wildcards.problem}/{wildcards.chain}/{wildcards.run}/evals/{i}.parquet" for i in range(first)]
 
 
-def dpareto_targets():
+def problem_study_files(problem):
+    """Every evaluation file of one problem's DPareto study: sampling runs, chains, grids, Table 2's sample."""
     runs = range(config["dpareto"]["runs"])
-    targets = []
-    for problem in config["dpareto"]["problems"]:
-        targets += [f"results/dpareto/{problem}/{method}/{run}/evaluations.parquet" for method in ("random", "bo") for run in runs]
-        targets += [f"results/dpareto/{problem}/grid{k}/0/evaluations.parquet" for k in problem_settings(problem).get("grids", [])]
-    return targets
+    files = [f"results/dpareto/{problem}/{method}/{run}/evaluations.parquet" for method in sampling_methods() + ["bo"] for run in runs]
+    files += [f"results/dpareto/{problem}/grid{k}/0/evaluations.parquet" for k in problem_settings(problem).get("grids", [])]
+    if problem in table2_problems():
+        files.append(f"results/dpareto/{problem}/comparison/0/evaluations.parquet")
+    return files
+
+
+def dpareto_targets():
+    return [f for problem in config["dpareto"]["problems"] for f in problem_study_files(problem)]
 
 
 if config["random_sampling"]["points"] < config["dpareto"]["initial_points"]:
@@ -180,6 +188,16 @@ def table2_problems():
     return [p for p in config["dpareto"]["problems"] if p.startswith("adult-")]
 
 
+def grid_problems():
+    """{problem: grid sizes} of the study's problems with grids, all drawn in Fig. 6."""
+    return {p: problem_settings(p)["grids"] for p in config["dpareto"]["problems"] if problem_settings(p).get("grids")}
+
+
+def figure_problems(n):
+    """Fig. 7: the adult problems (the paper's LogReg+SGD, LogReg+Adam, SVM+SGD); Fig. 8: all."""
+    return table2_problems() if n == "7" else config["dpareto"]["problems"]
+
+
 def bo_rounds(chain):
     return -(-config["dpareto"]["iterations"] // chain_batch_size(chain))
 
@@ -193,8 +211,21 @@ def chain_files(problem, chain="bo", run=0):
     }
 
 
-FIGURES = [f"figures/fig{i}.pdf" for i in range(1, 9)] + ["figures/batch_vs_sequential.pdf"]
-TABLES = [f"tables/{name}.{ext}" for name in ("table2", "overhead", "batch_vs_sequential") for ext in ("csv", "md")]
+def study_targets(study):
+    """The outputs `all` builds for one entry of `studies` (the data they read come as their inputs)."""
+    if study == "dpareto":
+        tables = [f"tables/{name}.{ext}" for name in ("table2", "overhead") for ext in ("csv", "md")]
+        figures = [f"figures/fig{i}.pdf" for i in (5, 6, 7, 8) if i != 6 or grid_problems()]
+        return dpareto_targets() + figures + tables
+    if study == "illustrations":
+        return illustration_targets() + [f"figures/fig{i}.pdf" for i in range(1, 5)]
+    if study == "batch":
+        return ["figures/batch_vs_sequential.pdf"] + [f"tables/batch_vs_sequential.{ext}" for ext in ("csv", "md")]
+    return {"expost": expost_targets, "proposetest": proposetest_targets, "taylor": taylor_targets}[study]()
+
+
+def all_targets():
+    return [path for study in config["studies"] for path in study_targets(study)]
 
 
 FIGURE_EXAMPLE = {"1": "outpert", "2": "svt", "3": "outpert", "4": "svt"}

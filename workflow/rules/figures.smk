@@ -43,12 +43,14 @@ rule fig_surfaces:
 rule fig5:
     input:
         bo=[f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in config["dpareto"]["problems"]],
-        random=[f"results/dpareto/{p}/random/0/evaluations.parquet" for p in config["dpareto"]["problems"]],
-        comparison=[f"results/dpareto/{p}/comparison/0/evaluations.parquet" for p in table2_problems()[:1]],
+        **{method: [f"results/dpareto/{p}/{method}/0/evaluations.parquet" for p in config["dpareto"]["problems"]]
+           for method in sampling_methods()},
+        comparison=[f"results/dpareto/{p}/comparison/0/evaluations.parquet" for p in table2_problems() if p == "adult-logreg-sgd"],
     output:
         report("figures/fig5.pdf", caption="../report/fig5.rst", category="Figures"),
     params:
         problems=config["dpareto"]["problems"],
+        sampling=sampling_methods(),
         initial_points=config["dpareto"]["initial_points"],
         config_label=config_label(),
     log:
@@ -61,12 +63,12 @@ rule fig5:
 
 rule fig6:
     input:
-        bo="results/dpareto/adult-logreg-sgd/bo/0/evaluations.parquet",
-        grids=lambda wildcards: [f"results/dpareto/adult-logreg-sgd/grid{k}/0/evaluations.parquet" for k in problem_settings("adult-logreg-sgd").get("grids", [])],
+        bo=[f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in grid_problems()],
+        grids=[f"results/dpareto/{p}/grid{k}/0/evaluations.parquet" for p, ks in grid_problems().items() for k in ks],
     output:
         report("figures/fig6.pdf", caption="../report/fig6.rst", category="Figures"),
     params:
-        grids=problem_settings("adult-logreg-sgd").get("grids", []),
+        grids=grid_problems(),
         config_label=config_label(),
     log:
         "logs/figures/fig6.log",
@@ -78,14 +80,13 @@ rule fig6:
 
 rule fig_fronts:
     input:
-        bo=[f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in config["dpareto"]["problems"]],
-        random=[f"results/dpareto/{p}/random/0/evaluations.parquet" for p in config["dpareto"]["problems"]],
+        bo=lambda wildcards: [f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in figure_problems(wildcards.n)],
     output:
         report("figures/fig{n}.pdf", caption="../report/fig_fronts.rst", category="Figures"),
     wildcard_constraints:
         n="7|8",
     params:
-        problems=config["dpareto"]["problems"],
+        problems=lambda wildcards: figure_problems(wildcards.n),
         config_label=config_label(),
     log:
         "logs/figures/fig{n}.log",

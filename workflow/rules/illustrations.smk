@@ -55,6 +55,7 @@ rule illustration_surfaces:
         candidates=config["dpareto"]["candidates"],
         gp_restarts=config["dpareto"]["gp_restarts"],
         reference=config["dpareto"]["reference"],
+        inputs=config["dpareto"]["inputs"],
         seed=config["seed"],
     threads: 1
     log:

@@ -19,11 +19,27 @@ rule random_points:
         "../scripts/random_points.py"
 
 
+rule uniform_points:
+    output:
+        "results/dpareto/{problem}/uniform/{run}/points.parquet",
+    params:
+        ranges=lambda wildcards: problem_ranges(wildcards.problem),
+        points=lambda wildcards: method_points(wildcards.problem, "uniform"),
+        seed=config["seed"],
+    log:
+        "logs/dpareto/{problem}/uniform/{run}/points.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/uniform_points.py"
+
+
 rule grid_points:
     output:
         "results/dpareto/{problem}/grid{k}/{run}/points.parquet",
     params:
         ranges=lambda wildcards: problem_ranges(wildcards.problem),
+        spacing=GRID_SPACING,
     log:
         "logs/dpareto/{problem}/grid{k}/{run}/points.log",
     conda:
@@ -39,7 +55,7 @@ rule evaluate_batch:
     output:
         "results/dpareto/{problem}/{method}/{run}/evals/{batch}.parquet",
     wildcard_constraints:
-        method=r"random|comparison|grid\d+",
+        method=r"random|uniform|comparison|grid\d+",
     params:
         conversion=RDP_CONVERSION,
         ranges=lambda wildcards: problem_ranges(wildcards.problem),
@@ -64,7 +80,7 @@ rule gather_evaluations:
     output:
         "results/dpareto/{problem}/{method}/{run}/evaluations.parquet",
     wildcard_constraints:
-        method=r"random|comparison|grid\d+",
+        method=r"random|uniform|comparison|grid\d+",
     log:
         "logs/dpareto/{problem}/{method}/{run}/gather.log",
     conda:

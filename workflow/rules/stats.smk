@@ -25,11 +25,13 @@ rule overhead_table:
     input:
         proposals=lambda wildcards: [f for p in config["dpareto"]["problems"] for f in chain_files(p)["proposals"]],
         evaluations=lambda wildcards: [chain_files(p)["evaluations"] for p in config["dpareto"]["problems"]],
+        study=lambda wildcards: [f for p in config["dpareto"]["problems"] for f in problem_study_files(p)],
     output:
         csv=report("tables/overhead.csv", caption="../report/overhead.rst", category="Tables"),
         md="tables/overhead.md",
     params:
         problems=config["dpareto"]["problems"],
+        study_files=[len(problem_study_files(p)) for p in config["dpareto"]["problems"]],
         rounds=bo_rounds("bo"),
         config_label=config_label(),
     log:

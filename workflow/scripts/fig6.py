@@ -3,5 +3,8 @@ from dptradeoff.problems.tables import read_frame
 from dptradeoff.workflow_support import rule_context
 
 with rule_context(snakemake):
-    grids = {k: read_frame(f) for k, f in zip(snakemake.params.grids, snakemake.input.grids)}
-    fig6(read_frame(snakemake.input.bo), grids, snakemake.output[0], snakemake.params.config_label)
+    p, i = snakemake.params, snakemake.input
+    grid_files = iter(i.grids)
+    grids = {problem: {k: read_frame(next(grid_files)) for k in ks} for problem, ks in p.grids.items()}
+    bo = {problem: read_frame(path) for problem, path in zip(p.grids, i.bo)}
+    fig6(bo, grids, snakemake.output[0], p.config_label)

@@ -5,5 +5,6 @@ from dptradeoff.workflow_support import rule_context
 
 with rule_context(snakemake):
     w = snakemake.wildcards
-    points = grid(get_problem(w.problem, snakemake.params.ranges), int(w.k))
-    write_frame(points, snakemake.output[0], {"problem": w.problem, "method": f"grid{w.k}", "ranges": snakemake.params.ranges})
+    points = grid(get_problem(w.problem, snakemake.params.ranges), int(w.k), snakemake.params.spacing)
+    write_frame(points, snakemake.output[0], {"problem": w.problem, "method": f"grid{w.k}", "ranges": snakemake.params.ranges,
+                                              "spacing": snakemake.params.spacing})

@@ -1,7 +1,9 @@
 """Grid search: k points per dimension between each parameter's limits (paper 001 §4: k = 3 and
 4, i.e. 243 and 1,024 points for five hyperparameters). The limits are the random-sampling accept
 ranges (Tables 3-4) where the paper gives them, else the domain; points are spaced on the
-parameter's search scale (log for learning rate, noise and clip) and rounded for integers."""
+parameter's search scale (log for learning rate, noise and clip: `search-scale`) or evenly on every
+axis (`linear`, numpy's linspace as the original code: noise {0.1, 8.05, 16} at k = 3), and rounded
+for integers."""
 from __future__ import annotations
 
 import itertools
@@ -12,16 +14,21 @@ import pandas as pd
 from ..problems.registry import Problem
 
 
-def axis(problem: Problem, name: str, k: int) -> np.ndarray:
+SPACINGS = ("search-scale", "linear")
+
+
+def axis(problem: Problem, name: str, k: int, spacing: str = "search-scale") -> np.ndarray:
+    if spacing not in SPACINGS:
+        raise ValueError(f"grid spacing must be one of {SPACINGS}, got {spacing!r}")
     p = next(p for p in problem.domain if p.name == name)
     s = problem.samplers.get(name)
     low, high = (s.low, s.high) if s else (p.low, p.high)
-    values = np.geomspace(low, high, k) if p.log else np.linspace(low, high, k)
+    values = np.geomspace(low, high, k) if p.log and spacing == "search-scale" else np.linspace(low, high, k)
     return np.unique(np.round(values)) if p.integer else values
 
 
-def grid(problem: Problem, k: int) -> pd.DataFrame:
-    axes = [axis(problem, n, k) for n in problem.names]
+def grid(problem: Problem, k: int, spacing: str = "search-scale") -> pd.DataFrame:
+    axes = [axis(problem, n, k, spacing) for n in problem.names]
     frame = pd.DataFrame(list(itertools.product(*axes)), columns=problem.names)
     for p in problem.domain:
         if p.integer:

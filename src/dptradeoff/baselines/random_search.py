@@ -1,6 +1,8 @@
 """Random sampling of hyperparameters: paper 001 Tables 3-4 for the DP-SGD problems (each
 distribution truncated to its accept range by rejection, integer-valued where stated), and
-uniform / log-uniform over the domain for parameters without a published distribution."""
+uniform / log-uniform over the domain for parameters without a published distribution; and
+`sample_uniform`, the naive baseline the paper says its distributions beat: every parameter
+uniform over its accept range (the original's random_sampling_all_uniform.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -44,3 +46,19 @@ def sample(problem: Problem, count: int, rng: np.random.Generator) -> pd.DataFra
                 row[p.name] = int(row[p.name])
         rows.append(row)
     return pd.DataFrame(rows, columns=problem.names)
+
+
+def uniform_range(problem: Problem, p: Param) -> tuple[float, float]:
+    """A parameter's range for uniform sampling: its Tables 3-4 accept range, else its domain."""
+    s = problem.samplers.get(p.name)
+    return (s.low, s.high) if s else (p.low, p.high)
+
+
+def sample_uniform(problem: Problem, count: int, rng: np.random.Generator) -> pd.DataFrame:
+    """`count` points, every parameter uniform (linear scale; integers uniform over the integers) over
+    `uniform_range`, one row each."""
+    columns = {}
+    for p in problem.domain:
+        low, high = uniform_range(problem, p)
+        columns[p.name] = rng.integers(int(low), int(high) + 1, count) if p.integer else rng.uniform(low, high, count)
+    return pd.DataFrame(columns, columns=problem.names)

@@ -48,10 +48,11 @@ def propose_round(*, problem: str, ranges: dict | None, initial: str, evaluation
     threadpoolctl.threadpool_limits(1)
     with thread_log(log):
         chosen = get_problem(problem, ranges)
-        evals = pd.concat([read_once(initial)] + [read_once(path) for path in evaluations], ignore_index=True)
+        initial_points = read_once(initial)
+        evals = pd.concat([initial_points] + [read_once(path) for path in evaluations], ignore_index=True)
         state = GPState.from_dict(read_provenance(previous)["gp_state"]) if previous else None
         proposal = propose(chosen, evals, batch_size, settings, rng(seed, problem, "dpareto", run, round_index),
-                           state, round_index)
+                           state, round_index, initial=len(initial_points))
         points = proposal.points
         full = state is None or settings.full_refit(round_index)
         logging.getLogger(__name__).info(

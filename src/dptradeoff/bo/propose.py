@@ -6,7 +6,7 @@ chosen point is added to both GPs as a fantasised observation at its predicted m
 be evaluated in parallel.
 
 Acquisition maximisation (as in the original code): the best of N uniformly random candidates
-in the unit cube, then L-BFGS-B from it; integer hyperparameters are rounded; a point equal to
+in the GPs' input box (`dpareto.inputs`, see transforms), then L-BFGS-B from it; integer hyperparameters are rounded; a point equal to
 one already evaluated or already in the batch is replaced by the next-best candidate.
 
 GP hyperparameters (ML-II): every `Settings.refit_every`-th round (and whenever no previous
@@ -31,7 +31,7 @@ from ..problems.registry import Problem
 from . import gp
 from .hvpoi import adaptive_reference, added_hypervolume, improvement_probability
 from .pareto import nondominated_cells, pareto_front
-from .transforms import InputScaler, error_to_gp, objectives_from_gp, objectives_to_gp, privacy_to_gp
+from .transforms import INPUTS, InitialMaxScaler, InputScaler, error_to_gp, input_scaler, objectives_from_gp, objectives_to_gp, privacy_to_gp
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,7 @@ class Settings:
     gp_restarts: int = 3
     reference: str = "fixed"
     refit_every: int = 1       # rounds between full ML-II restarts (1: every round, as the paper)
+    inputs: str = "log-unit-cube"  # the GPs' input geometry (transforms.INPUTS)
 
     def full_refit(self, round_index: int) -> bool:
         return round_index % self.refit_every == 0
@@ -78,10 +79,10 @@ class Proposal:
 
 @dataclass
 class Surrogates:
-    """The two fitted GPs (privacy, utility) over the unit cube, and how long fitting took."""
+    """The two fitted GPs (privacy, utility) over the scaler's input box, and how long fitting took."""
     privacy: gp.Posterior
     utility: gp.Posterior
-    scaler: InputScaler
+    scaler: InputScaler | InitialMaxScaler
     fit_seconds: float
 
     @property
@@ -100,24 +101,35 @@ class Surrogates:
 
 
 def fit_surrogates(problem: Problem, evals: pd.DataFrame, settings: Settings, rng: np.random.Generator,
-                   previous: GPState | None = None, round_index: int = 0) -> Surrogates:
-    """Both GPs fitted to `evals`: full restarts, or (between full refits) one run from `previous`."""
+                   previous: GPState | None = None, round_index: int = 0, initial: int | None = None) -> Surrogates:
+    """Both GPs fitted to `evals`: full restarts, or (between full refits) one run from `previous`.
+    The first `initial` rows of `evals` (all when None) are the initial points."""
     fitter = gp.fitter(len(problem.domain))  # TensorFlow's import and tracing (seconds, once) are not fitting
     start = time.perf_counter()
-    scaler = InputScaler(problem)
-    x = scaler.to_unit(evals[problem.names].to_numpy(dtype=float))
+    raw = evals[problem.names].to_numpy(dtype=float)
+    scaler = input_scaler(problem, settings.inputs, raw[:initial])
+    x = scaler.to_unit(raw)
     y = objectives_to_gp(evals["epsilon"].to_numpy(), evals["error"].to_numpy())
     full = previous is None or settings.full_refit(round_index)
-    restarts, tolerance = (settings.gp_restarts, None) if full else (1, REFINEMENT_TOLERANCE)
-    privacy = fitter.fit(x, y[:, 0], noiseless=True, restarts=restarts, rng=rng, start=previous and previous.privacy,
-                         tolerance=tolerance)
-    utility = fitter.fit(x, y[:, 1], noiseless=False, restarts=restarts, rng=rng, start=previous and previous.utility,
-                         tolerance=tolerance)
+
+    def fit(values, noiseless, start):
+        if not full:
+            try:
+                return fitter.fit(x, values, noiseless=noiseless, restarts=1, rng=rng, start=start,
+                                  tolerance=REFINEMENT_TOLERANCE)
+            except RuntimeError:   # the likelihood is not finite anywhere L-BFGS-B went from the warm start
+                log.warning("round %d: refining the %s GP from the previous round's hyperparameters found no finite "
+                            "likelihood; fitting it with %d starts instead", round_index,
+                            "privacy" if noiseless else "utility", settings.gp_restarts)
+        return fitter.fit(x, values, noiseless=noiseless, restarts=settings.gp_restarts, rng=rng, start=start)
+
+    privacy = fit(y[:, 0], True, previous and previous.privacy)
+    utility = fit(y[:, 1], False, previous and previous.utility)
     return Surrogates(privacy, utility, scaler, time.perf_counter() - start)
 
 
 def acquisition_function(surrogates: Surrogates, observed_unit: np.ndarray, settings: Settings):
-    """HVPoI over the unit cube, with the front of the GP means at the observed inputs."""
+    """HVPoI over the input box, with the front of the GP means at the observed inputs."""
     front_mean, _ = surrogates.predict(observed_unit)
     front = pareto_front(front_mean)
     reference = FIXED_REFERENCE if settings.reference == "fixed" else adaptive_reference(front)
@@ -142,36 +154,45 @@ def acquisition_function(surrogates: Surrogates, observed_unit: np.ndarray, sett
 FD_STEP = np.sqrt(np.finfo(float).eps)   # scipy's forward-difference step
 
 
-def negative_with_gradient(acquisition, unit: np.ndarray) -> tuple[float, np.ndarray]:
+def negative_with_gradient(acquisition, unit: np.ndarray, upper: np.ndarray) -> tuple[float, np.ndarray]:
     """-acquisition and its forward-difference gradient, the d + 1 points in one vectorised call
-    (L-BFGS-B's own finite differences would make d + 1 calls); steps point into the unit cube."""
+    (L-BFGS-B's own finite differences would make d + 1 calls); steps point into the box below `upper`."""
     step = FD_STEP * np.maximum(1.0, np.abs(unit))
-    step = np.where(unit + step <= 1.0, step, -step)
+    step = np.where(unit + step <= upper, step, -step)
     values = acquisition(np.vstack([unit, unit + np.diag(step)]))
     return -float(values[0]), -(values[1:] - values[0]) / step
 
 
 def propose(problem: Problem, evals: pd.DataFrame, q: int, settings: Settings, rng: np.random.Generator,
-            previous: GPState | None = None, round_index: int = 0) -> Proposal:
+            previous: GPState | None = None, round_index: int = 0, initial: int | None = None) -> Proposal:
     """q new points maximising HVPoI given every evaluation in `evals`; `previous` is the GP state
-    of the round before (None in the first round), `round_index` decides a full refit."""
+    of the round before (None in the first round), `round_index` decides a full refit; the first
+    `initial` rows of `evals` (all when None) are the initial points."""
     if settings.reference not in REFERENCES:
         raise ValueError(f"reference must be one of {REFERENCES}")
-    surrogates = fit_surrogates(problem, evals, settings, rng, previous, round_index)
-    state = surrogates.state
+    if settings.inputs not in INPUTS:
+        raise ValueError(f"inputs must be one of {INPUTS}")
+    surrogates = fit_surrogates(problem, evals, settings, rng, previous, round_index, initial)
+    return Proposal(choose(problem, surrogates, evals, q, settings, rng), surrogates.state)
+
+
+def choose(problem: Problem, surrogates: Surrogates, evals: pd.DataFrame, q: int, settings: Settings,
+           rng: np.random.Generator) -> pd.DataFrame:
+    """The q points maximising HVPoI under fitted `surrogates` (one row each, with predictions)."""
     start = time.perf_counter()
     scaler = surrogates.scaler
+    box = scaler.upper - scaler.lower
     observed = scaler.to_unit(evals[problem.names].to_numpy(dtype=float))
     taken = {tuple(np.round(p, 12)) for p in scaler.from_unit(observed)}
     rows = []
     for position in range(q):
         acquisition = acquisition_function(surrogates, observed, settings)
-        candidates = rng.random((settings.candidates, observed.shape[1]))
+        candidates = scaler.lower + rng.random((settings.candidates, observed.shape[1])) * box
         values = acquisition(candidates)
         order = np.argsort(-values)
         best = candidates[order[0]]
-        result = optimize.minimize(lambda u: negative_with_gradient(acquisition, u), best, jac=True, method="L-BFGS-B",
-                                   bounds=[(0.0, 1.0)] * len(best), options={"maxiter": 100})
+        result = optimize.minimize(lambda u: negative_with_gradient(acquisition, u, scaler.upper), best, jac=True,
+                                   method="L-BFGS-B", bounds=list(zip(scaler.lower, scaler.upper)), options={"maxiter": 100})
         tries = [result.x] + [candidates[i] for i in order]
         for unit in tries:
             point = scaler.from_unit(unit)
@@ -191,4 +212,4 @@ def propose(problem: Problem, evals: pd.DataFrame, q: int, settings: Settings, r
     frame = pd.DataFrame(rows)
     frame["fit_seconds"] = surrogates.fit_seconds
     frame["acquisition_seconds"] = time.perf_counter() - start
-    return Proposal(frame, state)
+    return frame

@@ -22,14 +22,25 @@ def _eps_axis(ax, ylabel="classification error"):
     ax.set_ylabel(ylabel)
 
 
-def fig5(bo: dict[str, pd.DataFrame], random: dict[str, pd.DataFrame], comparison: pd.DataFrame | None,
+# Fig. 5 bottom right: DPareto's k points against this many random points (the paper: 1,500).
+FIG5_RANDOM_POINTS = 1500
+SAMPLING_STYLES = {"random": ("--", "random (Tables 3-4)"), "uniform": (":", "uniform random")}
+
+
+def fig5(bo: dict[str, pd.DataFrame], sampling: dict[str, dict[str, pd.DataFrame]], comparison: pd.DataFrame | None,
          k0: int, out: str, config: str) -> None:
-    """Hypervolume vs evaluations (DPareto vs random) per dataset; MLP2 fronts; adult DPareto vs a larger random set."""
+    """Hypervolume vs evaluations per dataset for DPareto and each random-sampling method (`sampling`:
+    method -> problem -> evaluations); MLP2 fronts; adult LogReg+SGD: DPareto's k points against the
+    first FIG5_RANDOM_POINTS points of the large random sample."""
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     for ax, dataset in zip(axes[0], ("adult", "mnist")):
         for i, problem in enumerate(p for p in bo if p.startswith(dataset)):
-            ax.plot(np.arange(1, len(bo[problem]) + 1), curve(bo[problem]), color=f"C{i}", label=f"{NAMES.get(problem, problem)} DPareto")
-            ax.plot(np.arange(1, len(random[problem]) + 1), curve(random[problem]), color=f"C{i}", ls="--", label=f"{NAMES.get(problem, problem)} random")
+            name = NAMES.get(problem, problem)
+            ax.plot(np.arange(1, len(bo[problem]) + 1), curve(bo[problem]), color=f"C{i}", label=f"{name} DPareto")
+            for method, frames in sampling.items():
+                style, label = SAMPLING_STYLES[method]
+                ax.plot(np.arange(1, len(frames[problem]) + 1), curve(frames[problem]), color=f"C{i}", ls=style,
+                        label=f"{name} {label}")
         ax.axvline(k0, color="0.5", lw=0.8, ls=":")
         ax.set_xlabel("evaluations")
         ax.set_ylabel("hypervolume (anti-ideal ε 10, error 1)")
@@ -39,7 +50,7 @@ def fig5(bo: dict[str, pd.DataFrame], random: dict[str, pd.DataFrame], compariso
     mlp2 = "mnist-mlp2-sgd"
     if mlp2 in bo:
         shared = bo[mlp2].iloc[:k0]
-        for frame, color, label in ((bo[mlp2].iloc[k0:], "C0", "DPareto"), (random[mlp2].iloc[k0:], "C1", "random")):
+        for frame, color, label in ((bo[mlp2].iloc[k0:], "C0", "DPareto"), (sampling["random"][mlp2].iloc[k0:], "C1", "random")):
             pts = objectives(frame)
             ax.scatter(pts[:, 0], pts[:, 1], s=10, color=color, alpha=0.6, label=f"{label} points")
             front_line(ax, objectives(pd.concat([shared, frame])), color=color, lw=2, label=f"{label} front")
@@ -51,60 +62,69 @@ def fig5(bo: dict[str, pd.DataFrame], random: dict[str, pd.DataFrame], compariso
     ax = axes[1, 1]
     adult = "adult-logreg-sgd"
     if comparison is not None and adult in bo:
-        pts = objectives(comparison)
-        ax.scatter(pts[:, 0], pts[:, 1], s=5, color="C1", alpha=0.35, label=f"random ({len(comparison)} points)")
+        larger = comparison.iloc[:FIG5_RANDOM_POINTS]
+        pts = objectives(larger)
+        ax.scatter(pts[:, 0], pts[:, 1], s=5, color="C1", alpha=0.35, label=f"random ({len(larger)} points)")
         front_line(ax, pts, color="C1", lw=2, label="random front")
-        pts = objectives(bo[adult])
-        ax.scatter(pts[:, 0], pts[:, 1], s=10, color="C0", label=f"DPareto ({len(bo[adult])} points)")
+        chosen = bo[adult].iloc[k0:]
+        pts = objectives(chosen)
+        ax.scatter(pts[:, 0], pts[:, 1], s=10, color="C0", label=f"DPareto ({len(chosen)} points)")
         front_line(ax, pts, color="C0", lw=2, label="DPareto front")
         _eps_axis(ax)
         ax.legend(fontsize=6)
-        ax.set_title("adult LogReg+SGD: DPareto vs a larger random sample")
-    caption = "Fig. 5: hypervolume vs evaluations for DPareto and random sampling; MLP2 fronts; adult DPareto points vs a larger random sample."
-    save(fig, out, caption, _sources(*bo.values(), *random.values()), config)
+        ax.set_title(f"adult LogReg+SGD: DPareto's {len(chosen)} points vs {len(larger)} random points")
+    methods = " and ".join(SAMPLING_STYLES[m][1] for m in sampling)
+    caption = (f"Fig. 5: hypervolume vs evaluations for DPareto and {methods} sampling; MLP2 fronts; adult LogReg+SGD: "
+               f"DPareto's points after the {k0} initial ones vs the first {FIG5_RANDOM_POINTS} points of the large random sample.")
+    save(fig, out, caption, _sources(*bo.values(), *(f for frames in sampling.values() for f in frames.values())), config)
 
 
-def fig6(bo: pd.DataFrame, grids: dict[int, pd.DataFrame], out: str, config: str) -> None:
-    """Grid search vs DPareto on adult LogReg+SGD."""
-    fig, axes = plt.subplots(1, len(grids), figsize=(5.5 * len(grids), 4.5), squeeze=False)
-    for ax, (k, grid) in zip(axes[0], sorted(grids.items())):
-        pts = objectives(grid)
-        ax.scatter(pts[:, 0], pts[:, 1], s=6, color="C2", alpha=0.4, label=f"grid, {k} per dimension ({len(grid)} points)")
-        front_line(ax, pts, color="C2", lw=2, label="grid front")
-        pts = objectives(bo)
-        ax.scatter(pts[:, 0], pts[:, 1], s=10, color="C0", label=f"DPareto ({len(bo)} points)")
-        front_line(ax, pts, color="C0", lw=2, label="DPareto front")
-        _eps_axis(ax)
-        ax.legend(fontsize=7)
-    caption = "Fig. 6: grid search vs DPareto on adult LogReg+SGD."
-    save(fig, out, caption, _sources(bo, *grids.values()), config)
+def fig6(bo: dict[str, pd.DataFrame], grids: dict[str, dict[int, pd.DataFrame]], out: str, config: str) -> None:
+    """Grid search vs DPareto: one row per problem with grids (the paper: adult LogReg+SGD), one panel per grid."""
+    width = max(len(g) for g in grids.values())
+    fig, axes = plt.subplots(len(grids), width, figsize=(5.5 * width, 4.5 * len(grids)), squeeze=False)
+    for row, (problem, problem_grids) in zip(axes, grids.items()):
+        for ax, (k, grid) in zip(row, sorted(problem_grids.items())):
+            pts = objectives(grid)
+            ax.scatter(pts[:, 0], pts[:, 1], s=6, color="C2", alpha=0.4, label=f"grid, {k} per dimension ({len(grid)} points)")
+            front_line(ax, pts, color="C2", lw=2, label="grid front")
+            pts = objectives(bo[problem])
+            ax.scatter(pts[:, 0], pts[:, 1], s=10, color="C0", label=f"DPareto ({len(bo[problem])} points)")
+            front_line(ax, pts, color="C0", lw=2, label="DPareto front")
+            _eps_axis(ax)
+            ax.set_title(NAMES.get(problem, problem))
+            ax.legend(fontsize=7)
+        for ax in row[len(problem_grids):]:
+            ax.set_visible(False)
+    caption = f"Fig. 6: grid search vs DPareto on {', '.join(NAMES.get(p, p) for p in grids)}."
+    save(fig, out, caption, _sources(*bo.values(), *(g for pg in grids.values() for g in pg.values())), config)
 
 
-def fig7(evals: dict[str, pd.DataFrame], out: str, config: str) -> None:
-    """Pareto fronts from the best, mean and worst replication utilities."""
-    fig, axes = plt.subplots(1, len(evals), figsize=(5.5 * len(evals), 4.5), squeeze=False)
-    for ax, (problem, frame) in zip(axes[0], evals.items()):
+def fig7(bo: dict[str, pd.DataFrame], out: str, config: str) -> None:
+    """Fronts DPareto recovered from the best, mean and worst replication utilities, one panel per problem."""
+    fig, axes = plt.subplots(1, len(bo), figsize=(5.5 * len(bo), 4.5), squeeze=False)
+    for ax, (problem, frame) in zip(axes[0], bo.items()):
         for column, color, label in (("utility_max", "C2", "best replication"), ("utility", "C0", "mean"),
                                      ("utility_min", "C3", "worst replication")):
             front_line(ax, objectives(frame, column), color=color, lw=2, label=label)
         _eps_axis(ax)
         ax.set_title(f"{NAMES.get(problem, problem)} (R = {int(frame['repeats'].iloc[0])})")
         ax.legend(fontsize=7)
-    caption = "Fig. 7: Pareto fronts of the best, mean and worst of the R replication utilities (DPareto and random evaluations)."
-    save(fig, out, caption, _sources(*evals.values()), config)
+    caption = "Fig. 7: Pareto fronts DPareto recovered from the best, mean and worst of the R replication utilities."
+    save(fig, out, caption, _sources(*bo.values()), config)
 
 
-def fig8(evals: dict[str, pd.DataFrame], out: str, config: str) -> None:
-    """Fronts across model/optimizer (adult) and across architectures (mnist)."""
+def fig8(bo: dict[str, pd.DataFrame], out: str, config: str) -> None:
+    """Fronts DPareto recovered across model/optimizer (adult) and across architectures (mnist)."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     for ax, dataset in zip(axes, ("adult", "mnist")):
-        for i, (problem, frame) in enumerate((p, f) for p, f in evals.items() if p.startswith(dataset)):
+        for i, (problem, frame) in enumerate((p, f) for p, f in bo.items() if p.startswith(dataset)):
             front_line(ax, objectives(frame), color=f"C{i}", lw=2, label=NAMES.get(problem, problem))
         _eps_axis(ax)
         ax.set_title(f"{dataset}: Pareto fronts")
         ax.legend(fontsize=7)
-    caption = "Fig. 8: Pareto fronts across models and optimizers (adult) and architectures (mnist), DPareto and random evaluations together."
-    save(fig, out, caption, _sources(*evals.values()), config)
+    caption = "Fig. 8: Pareto fronts DPareto recovered across models and optimizers (adult) and architectures (mnist)."
+    save(fig, out, caption, _sources(*bo.values()), config)
 
 
 def batch_figure(table: pd.DataFrame, out: str, sources: list[str], config: str) -> None:

@@ -11,6 +11,7 @@ from ..problems import get_problem
 from .common import front_line, save
 
 LABELS = {"gamma": "regularisation γ", "sigma": "noise σ", "bound": "answer bound C", "b": "noise b"}
+ERROR_NAMES = {"accuracy": "classification error", "F1": "1 − F1"}
 
 
 def _plane(ax, frame: pd.DataFrame, x: str, y: str, value: np.ndarray, title: str, log_color: bool, cmap: str):
@@ -74,12 +75,13 @@ def surfaces_figure(random: pd.DataFrame, surfaces: pd.DataFrame, next_point: pd
     HVPoI surface with the next point."""
     problem = get_problem(random["problem"].iloc[0])
     x, y = problem.names
-    utility = "F1" if problem.name == "svt" else "accuracy"
+    error = ERROR_NAMES[problem.utility]
     fig, axes = plt.subplots(2, 2, figsize=(10, 8))
     _plane(axes[0, 0], surfaces.assign(problem=problem.name), x, y, surfaces["predicted_epsilon"].to_numpy(),
            "GP mean of ε", True, "viridis")
-    _plane(axes[0, 1], surfaces.assign(problem=problem.name), x, y, 1 - surfaces["predicted_error"].to_numpy(),
-           f"GP mean of {utility}", False, "magma")
+    # The paper's top right: the error the utility GP models (classification error, 1 - F1).
+    _plane(axes[0, 1], surfaces.assign(problem=problem.name), x, y, surfaces["predicted_error"].to_numpy(),
+           f"GP mean of {error}", False, "magma_r")
     for ax in axes[0]:
         ax.scatter(random[x], random[y], s=5, color="white", edgecolor="k", linewidth=0.2)
     ax = axes[1, 0]
@@ -90,11 +92,12 @@ def surfaces_figure(random: pd.DataFrame, surfaces: pd.DataFrame, next_point: pd
     front_line(ax, exact, color="C3", lw=1.5, ls="--", label="exact front (grid)")
     ax.set_xscale("log")
     ax.set_xlabel("ε")
-    ax.set_ylabel(f"1 − {utility}")
+    ax.set_ylabel(error)
     ax.legend()
     ax.set_title("empirical vs exact Pareto front")
     _plane(axes[1, 1], surfaces.assign(problem=problem.name), x, y, surfaces["hvpoi"].to_numpy(), "HVPoI (log colour)", True, "cividis")
     axes[1, 1].scatter(next_point[x], next_point[y], marker="*", s=250, color="red", edgecolor="k", label="next point")
     axes[1, 1].legend(loc="upper right")
-    caption = f"{name}: GP means after {len(random)} random points, empirical vs exact front, and the HVPoI surface with the next point."
+    caption = (f"{name}: GP means of ε and {error} after {len(random)} random points, empirical vs exact front, and the "
+               "HVPoI surface with its maximiser (the next point) under the same GP fit.")
     save(fig, out, caption, random["source_label"].tolist(), config)

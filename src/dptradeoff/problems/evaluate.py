@@ -91,7 +91,9 @@ def _outpert_utilities(points: list[dict], data: Data, repeats: int, seed: int) 
 def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats: int, config_seed: int,
              method: str, run: int, first_index: int = 0, conversion: str = "dp_accounting") -> pd.DataFrame:
     """One row per point: hyperparameters, epsilon (DP-SGD's by `conversion`), delta, utility
-    mean/min/max and per-run list, error = 1 - utility, seed, wall seconds, data source, package version."""
+    mean/min/max and per-run list, error = 1 - utility, seed, wall seconds, data source, package version.
+    `seed` is each point's own; output-perturbation points are trained together, from one Generator
+    seeded with `batch_seed` (None for the other problems)."""
     rows = []
     n_train = len(data.y_train) if data is not None else None
     checked = [problem.check(raw.to_dict()) for _, raw in points.iterrows()]
@@ -101,7 +103,7 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
         batched = _outpert_utilities(checked, data, repeats, batch_seed)
     for offset, point in enumerate(checked):
         index = first_index + offset
-        seed = derive_seed(config_seed, problem.name, method, run, index) if batched is None else batch_seed
+        seed = derive_seed(config_seed, problem.name, method, run, index)   # each point's own, batched or not
         start = time.perf_counter()
         eps = epsilon(problem, point, n_train, conversion)
         if batched is None:
@@ -114,7 +116,8 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
             "problem": problem.name, "method": method, "run": run, "index": index, **point,
             "epsilon": eps, "delta": problem.delta, "conversion": conversion, "utility": mean, "error": 1.0 - mean,
             "utility_min": float(np.min(utils)), "utility_max": float(np.max(utils)),
-            "utility_runs": [float(u) for u in utils], "repeats": repeats, "seed": seed, "wall_seconds": wall,
+            "utility_runs": [float(u) for u in utils], "repeats": repeats, "seed": seed,
+            "batch_seed": batch_seed if batched else None, "wall_seconds": wall,
             "data_source": data.source if data else "none (simulated queries)",
             "source_label": data.source_label if data else "svt: simulated queries",
             "package_version": __version__,

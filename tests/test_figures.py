@@ -1,0 +1,152 @@
+"""What each DPareto figure draws (which problems, which methods, which points), checked on the
+matplotlib figure the plotting function hands to `save`, and which files the figure rules read."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dptradeoff.bo.pareto import pareto_front
+from dptradeoff.plots import dpareto, illustrations
+
+ADULT = ["adult-logreg-sgd", "adult-logreg-adam", "adult-svm-sgd"]
+MNIST = ["mnist-mlp1-sgd", "mnist-mlp2-sgd"]
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures plotting functions would save: [(figure, caption)], instead of PDFs."""
+    figures = []
+
+    def capture(fig, path, caption, sources, config):
+        figures.append((fig, caption))
+
+    monkeypatch.setattr(dpareto, "save", capture)
+    monkeypatch.setattr(illustrations, "save", capture)
+    return figures
+
+
+def evaluations(n: int, seed: int, method: str = "random") -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    eps = 10 ** rng.uniform(-2, 1.5, n)
+    utility = np.clip(0.85 - 0.3 / (1 + eps) + 0.03 * rng.standard_normal(n), 0.01, 0.99)
+    return pd.DataFrame({"index": np.arange(n), "method": method, "epsilon": eps, "utility": utility,
+                         "utility_min": utility - 0.02, "utility_max": utility + 0.02, "repeats": 10,
+                         "source_label": "test data"})
+
+
+def legend_labels(ax) -> list[str]:
+    legend = ax.get_legend()
+    return [t.get_text() for t in legend.get_texts()] if legend else []
+
+
+def line_points(ax, label: str) -> np.ndarray:
+    line = next(line for line in ax.get_lines() if line.get_label() == label)
+    return np.column_stack([line.get_xdata(), line.get_ydata()])
+
+
+def test_fig5_draws_dpareto_both_random_samplers_and_1500_random_points_against_dpareto_s_k(drawn):
+    problems = ADULT + MNIST
+    bo = {p: evaluations(16 + 40, i) for i, p in enumerate(problems)}
+    sampling = {"random": {p: evaluations(56, 10 + i) for i, p in enumerate(problems)},
+                "uniform": {p: evaluations(56, 20 + i) for i, p in enumerate(problems)}}
+    comparison = evaluations(2000, 99, "comparison")
+    dpareto.fig5(bo, sampling, comparison, 16, "unused.pdf", "test config")
+    (fig, caption), = drawn
+    top_adult, top_mnist, bottom_left, bottom_right = fig.axes[:4]
+    for ax, names in ((top_adult, ["LogReg+SGD", "LogReg+Adam", "SVM+SGD"]), (top_mnist, ["MLP1", "MLP2"])):
+        assert legend_labels(ax) == [f"{n} {m}" for n in names for m in ("DPareto", "random (Tables 3-4)", "uniform random")]
+    assert "random (1500 points)" in legend_labels(bottom_right) and "DPareto (40 points)" in legend_labels(bottom_right)
+    # the DPareto front there is the front of its 40 points after the initial ones
+    front = pareto_front(np.column_stack([bo["adult-logreg-sgd"]["epsilon"], 1 - bo["adult-logreg-sgd"]["utility"]])[16:])
+    assert np.allclose(line_points(bottom_right, "DPareto front")[:, 0], front[:, 0])
+    assert "uniform random" in caption
+
+
+def test_fig7_draws_the_fronts_dpareto_recovered_on_the_three_adult_problems(drawn):
+    bo = {p: evaluations(60, i, "dpareto") for i, p in enumerate(ADULT)}
+    dpareto.fig7(bo, "unused.pdf", "test config")
+    (fig, caption), = drawn
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["LogReg+SGD (R = 10)", "LogReg+Adam (R = 10)", "SVM+SGD (R = 10)"]
+    for ax, problem in zip(panels, ADULT):
+        frame = bo[problem]
+        for label, column in (("mean", "utility"), ("best replication", "utility_max"), ("worst replication", "utility_min")):
+            front = pareto_front(np.column_stack([frame["epsilon"], 1 - frame[column]]))
+            assert np.allclose(line_points(ax, label)[:, 0], front[:, 0]), (problem, label)
+    assert "DPareto recovered" in caption
+
+
+def test_fig8_draws_only_dpareto_s_fronts(drawn):
+    bo = {p: evaluations(60, i, "dpareto") for i, p in enumerate(ADULT + MNIST)}
+    dpareto.fig8(bo, "unused.pdf", "test config")
+    (fig, _), = drawn
+    adult, mnist = fig.axes[:2]
+    assert legend_labels(adult) == ["LogReg+SGD", "LogReg+Adam", "SVM+SGD"] and legend_labels(mnist) == ["MLP1", "MLP2"]
+    front = pareto_front(np.column_stack([bo["mnist-mlp2-sgd"]["epsilon"], 1 - bo["mnist-mlp2-sgd"]["utility"]]))
+    assert np.allclose(line_points(mnist, "MLP2")[:, 0], front[:, 0])
+
+
+@pytest.mark.parametrize("problem, error", [("adult-logreg-outpert", "classification error"), ("svt", "1 − F1")])
+def test_figs_3_and_4_show_the_error_the_gp_models_and_the_star_of_that_fit(drawn, monkeypatch, problem, error):
+    from dptradeoff.bo.propose import Settings
+    from dptradeoff.bo.surfaces import surfaces
+    from dptradeoff.problems import get_problem
+
+    p = get_problem(problem)
+    rng = np.random.default_rng(0)
+    unit = rng.random((30, 2))
+    low = np.array([np.log(d.low) if d.log else d.low for d in p.domain])
+    high = np.array([np.log(d.high) if d.log else d.high for d in p.domain])
+    x = low + unit * (high - low)
+    x = np.where([d.log for d in p.domain], np.exp(x), x)
+    random = pd.DataFrame(x, columns=p.names)
+    if p.domain[0].integer:
+        random[p.names[0]] = random[p.names[0]].round()
+    random["epsilon"] = 10 ** (2 * unit[:, 0] - 1)
+    random["error"] = np.clip(0.1 + 0.5 * unit[:, 1] * unit[:, 0], 0.01, 0.99)
+    random["problem"], random["source_label"] = problem, "test data"
+    from dptradeoff.bo import surfaces as surfaces_module
+
+    fits = []
+    real_fit = surfaces_module.fit_surrogates
+    monkeypatch.setattr(surfaces_module, "fit_surrogates", lambda *a, **k: fits.append(1) or real_fit(*a, **k))
+    surface, star = surfaces(p, random, 12, Settings(candidates=500, gp_restarts=1), np.random.default_rng(1))
+    assert len(fits) == 1   # the surfaces and the star come from one GP fit
+    # the star is (near) the top of the plotted HVPoI surface: random candidates + L-BFGS-B on the same surface
+    assert star["acquisition"].iloc[0] >= 0.9 * surface["hvpoi"].max() > 0
+    grid = random.assign(utility_runs=[[0.5]] * len(random))
+    illustrations.surfaces_figure(random, surface, star, grid, "unused.pdf", problem, "test config")
+    (fig, caption), = drawn
+    titles = [ax.get_title() for ax in fig.axes]
+    assert f"GP mean of {error}" in titles and error in caption
+    star_drawn = next(c for ax in fig.axes for c in ax.collections if c.get_label() == "next point").get_offsets()
+    assert np.allclose(star_drawn, star[p.names].to_numpy())
+
+
+def test_figure_rules_read_the_files_the_paper_s_figures_show(run_snakemake, tmp_path):
+    """Dry run of the Adult study: Fig. 7 reads the three adult chains only (no random sampling), Fig. 5
+    reads DPareto, random and uniform sampling and Table 2's sample, Fig. 6 the grids it draws; `all`
+    builds the DPareto study alone (studies: [dpareto])."""
+    done = run_snakemake(tmp_path / "work", "all", "-n", "--configfile=config/paper-adult.yaml")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    inputs = {}
+    for block in re.findall(r"^rule (\w+):\n((?:    .*\n)+)", out, re.MULTILINE):
+        rule, body = block
+        wildcard = re.search(r"wildcards: n=(\d)", body)
+        files = re.search(r"input: (.*)", body)
+        inputs[rule + (wildcard.group(1) if wildcard else "")] = files.group(1).split(", ") if files else []
+    assert inputs["fig_fronts7"] == [f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in ADULT]
+    assert inputs["fig_fronts8"] == inputs["fig_fronts7"]
+    assert sorted(inputs["fig5"]) == sorted([f"results/dpareto/{p}/{m}/0/evaluations.parquet" for p in ADULT
+                                             for m in ("bo", "random", "uniform")]
+                                            + ["results/dpareto/adult-logreg-sgd/comparison/0/evaluations.parquet"])
+    assert sorted(inputs["fig6"]) == sorted(["results/dpareto/adult-logreg-sgd/bo/0/evaluations.parquet"]
+                                            + [f"results/dpareto/adult-logreg-sgd/grid{k}/0/evaluations.parquet" for k in (3, 4)])
+    planned = set(inputs)
+    assert {"table2", "overhead_table", "fig5", "fig6"} <= planned
+    assert not planned & {"fig_oracles1", "fig_surfaces3", "batch_vs_sequential", "expost_fig1", "taylor_fig2", "proposetest_figures"}
+    assert re.search(r"^bo_propose\s+768$", out, re.MULTILINE)                 # 3 problems x 256 rounds
