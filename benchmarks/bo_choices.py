@@ -13,7 +13,7 @@ Differences are paired by seed (same initial points): mean, 95 % t interval, two
 Needs the default config's data: ./in-env snakemake --cores 2 results/data/adult/train.parquet
 results/data/mnist/train.parquet (in the directory given by --work).
 Run: ./in-env python benchmarks/bo_choices.py --work DIR [--seeds 5] [--problems adult-logreg-sgd mnist-mlp2-sgd]
-Writes DIR/bo_choices.csv (hypervolume after every round, per seed and variant); each problem's last
+Writes DIR/bo_choices_<problems>.csv (hypervolume after every round, per seed and variant); each problem's last
 line is the ratio of the adaptive reference's mean final hypervolume to the fixed one's (log-unit-cube).
 """
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> None:
                           "hypervolume": v} for n, v in enumerate(hv)]
                 print(f"{name} seed {seed} {reference:8s} {inputs:13s} hypervolume after {len(evals)}: {hv[-1]:.4f}", flush=True)
     frame = pd.DataFrame(rows)
-    frame.to_csv("bo_choices.csv", index=False)
+    frame.to_csv(f"bo_choices_{'_'.join(args.problems)}.csv", index=False)
     for name, group in frame.groupby("problem"):
         final = group[group["evaluations"] == group["evaluations"].max()]
         wide = final.pivot_table(index="seed", columns=["reference", "inputs"], values="hypervolume")

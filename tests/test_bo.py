@@ -264,18 +264,21 @@ def test_refit_schedule_and_state_drive_the_fit():
     assert GPState.from_dict(full.gp_state.as_dict()) == full.gp_state
 
 
-def test_acquisition_skipping_dominated_means_equals_full_hvpoi():
-    """The search computes variances only where dHV(mean) > 0; the values must be HVPoI's exactly."""
+@pytest.mark.parametrize("reference", ["fixed", "adaptive"])
+def test_acquisition_skipping_dominated_means_equals_full_hvpoi(reference):
+    """The search computes variances only where dHV(mean) > 0; the values must be HVPoI's exactly,
+    with the configured reference point."""
     from dptradeoff.bo.propose import FIXED_REFERENCE, acquisition_function, fit_surrogates
 
     evals = _chain_data(25)
-    settings = Settings(candidates=100, gp_restarts=1)
+    settings = Settings(candidates=100, gp_restarts=1, reference=reference)
     surrogates = fit_surrogates(TOY, evals, settings, np.random.default_rng(0))
     observed = surrogates.scaler.to_unit(evals[["a", "b"]].to_numpy())
     candidates = np.random.default_rng(1).random((3000, 2))
     values = acquisition_function(surrogates, observed, settings)(candidates)
     mean, var = surrogates.predict(candidates)
-    expected = hvpoi(mean, var, pareto_front(surrogates.predict(observed)[0]), FIXED_REFERENCE)
+    front = pareto_front(surrogates.predict(observed)[0])
+    expected = hvpoi(mean, var, front, FIXED_REFERENCE if reference == "fixed" else adaptive_reference(front))
     assert np.array_equal(values, expected)
     assert 0 < (values > 0).sum() < len(values)     # both kinds of candidate occur
 

@@ -49,7 +49,7 @@ REFINEMENT_TOLERANCE = 1e-7
 class Settings:
     candidates: int = 5000
     gp_restarts: int = 3
-    reference: str = "fixed"
+    reference: str = "adaptive"  # GPflowOpt's, which the published runs used (README: fixed vs adaptive)
     refit_every: int = 1       # rounds between full ML-II restarts (1: every round, as the paper)
     inputs: str = "log-unit-cube"  # the GPs' input geometry (transforms.INPUTS)
 
