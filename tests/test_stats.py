@@ -37,6 +37,9 @@ def test_table2_on_synthetic_evaluations_with_known_hypervolumes():
     assert row["dpareto_hypervolume"] == pytest.approx(7.2)
     assert row["mean_difference"] == pytest.approx(d.mean())
     assert row["t_statistic"] == pytest.approx(d.mean() / (d.std(ddof=1) / 2))
+    # the paper's Table 2 beside ours
+    assert (row["paper_mean_difference"], row["paper_ci_low"], row["paper_ci_high"]) == (0.158, 0.053, 0.264)
+    assert np.isnan(table2({"mnist-mlp2-sgd": (dpareto, random)}, 1, 4)["paper_mean_difference"].iloc[0])
     with pytest.raises(ValueError, match="cannot make"):
         table2({"x": (dpareto, random)}, part_size=2, parts=4)
 
