@@ -20,6 +20,10 @@ except UserError as exc:
     raise WorkflowError(str(exc)) from None
 
 CONDA_ENV = "../../envs/environment.yaml"
+# A DPareto chain is sequential: its jobs, and those of the random run whose first points start it,
+# go first whenever one is ready, so the independent fan-out fills the cores around the chains
+# instead of a chain running alone at the end of a run.
+CHAIN_PRIORITY = 10
 # How every privacy oracle turns DP-SGD's RDP into (epsilon, delta): dp_accounting's improved
 # conversion, or the classic one the DPareto paper (autodp) used (config/README.md).
 RDP_CONVERSION = config["privacy"]["conversion"]

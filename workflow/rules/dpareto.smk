@@ -4,16 +4,12 @@
 # and its q points are evaluated one job each, so a batch runs in parallel. The chain `bo` uses
 # dpareto.batch_size; `bo-q<q>` is the same chain with q points per round (batch comparison).
 
-# A chain is sequential: its jobs go first whenever one is ready, so the independent fan-out
-# fills the cores around them instead of a chain running alone at the end of a run.
-CHAIN_PRIORITY = 10
-
-
 rule bo_initial:
     input:
         initial_batches,
     output:
         "results/dpareto/{problem}/{chain}/{run}/initial.parquet",
+    priority: CHAIN_PRIORITY
     params:
         initial_points=config["dpareto"]["initial_points"],
     log:

@@ -7,6 +7,7 @@ rule random_points:
         "results/dpareto/{problem}/{method}/{run}/points.parquet",
     wildcard_constraints:
         method="random|comparison",
+    priority: CHAIN_PRIORITY
     params:
         ranges=lambda wildcards: problem_ranges(wildcards.problem),
         points=lambda wildcards: method_points(wildcards.problem, wildcards.method),
@@ -55,7 +56,7 @@ rule evaluate_batch:
     output:
         "results/dpareto/{problem}/{method}/{run}/evals/{batch}.parquet",
     wildcard_constraints:
-        method=r"random|uniform|comparison|grid\d+",
+        method=r"uniform|comparison|grid\d+",
     params:
         conversion=RDP_CONVERSION,
         ranges=lambda wildcards: problem_ranges(wildcards.problem),
@@ -69,6 +70,13 @@ rule evaluate_batch:
         CONDA_ENV
     script:
         "../scripts/evaluate_batch.py"
+
+
+# The random run's first points are DPareto's initial points: its batches go first (see CHAIN_PRIORITY).
+use rule evaluate_batch as evaluate_random_batch with:
+    wildcard_constraints:
+        method="random",
+    priority: CHAIN_PRIORITY
 
 
 rule gather_evaluations:
