@@ -343,3 +343,20 @@ def test_a_refinement_without_a_finite_likelihood_falls_back_to_a_full_fit(monke
     surrogates = fit_surrogates(TOY, evals, settings, np.random.default_rng(1), state, round_index=3)
     assert calls == [(True, 1), (False, 1), (False, 2)]
     assert np.isfinite(surrogates.utility.hyperparameters.noise)
+
+
+@pytest.mark.parametrize("delay", [0.3, 0.6, 1.0, 1.5])
+def test_two_chains_first_rounds_in_one_process_do_not_deadlock(tmp_path, delay):
+    """Two chains' first rounds started together as threads of one Snakemake process once hung for
+    good: one thread's threadpoolctl scan (dl_iterate_phdr, loader lock held, waiting for the GIL)
+    against the other's TensorFlow import (GIL held, dlopen waiting for the loader lock). A hang
+    shows here as the fresh process outliving its timeout (it reproduced at 2 of 5 delays)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("two_first_rounds.py")
+    done = subprocess.run([sys.executable, str(script), str(tmp_path), str(delay)], capture_output=True, text=True,
+                          timeout=90)
+    assert done.returncode == 0 and "finished" in done.stdout, done.stdout + done.stderr[-2000:]
+    assert (tmp_path / "a_0.parquet").exists() and (tmp_path / "b_0.parquet").exists()

@@ -23,9 +23,26 @@ from ..problems import get_problem
 from ..problems.tables import read_frame, write_frame
 from ..seeds import rng
 from ..workflow_support import thread_log
+from . import gp
 from .propose import GPState, Settings, propose
 
 _frames: dict[tuple, pd.DataFrame] = {}
+_blas_limited = False
+
+
+def limit_blas_threads() -> None:
+    """BLAS on one thread (the rule's `threads: 1`) for the rest of the process, set once: several
+    threads' spin-waiting costs more than it gains at these sizes, and on a busy machine made
+    triangular solves 10x slower. threadpoolctl finds the BLAS libraries with dl_iterate_phdr, which
+    holds the dynamic loader's lock while its callback waits for the GIL, and a thread importing an
+    extension module holds the GIL while dlopen waits for that lock: two chains' rounds starting
+    together in one Snakemake process deadlocked that way. So the scan runs once, under the lock
+    TensorFlow's import holds (gp.IMPORT_LOCK)."""
+    global _blas_limited
+    with gp.IMPORT_LOCK:
+        if not _blas_limited:
+            threadpoolctl.threadpool_limits(1)
+            _blas_limited = True
 
 
 def read_once(path: str) -> pd.DataFrame:
@@ -42,10 +59,7 @@ def propose_round(*, problem: str, ranges: dict | None, initial: str, evaluation
                   round_index: int) -> None:
     """Write round `round_index`'s proposal (q = batch_size points) to `output`."""
     start = time.perf_counter()
-    # BLAS on one thread (the rule's `threads: 1`): several threads' spin-waiting costs more than it
-    # gains at these sizes, and on a busy machine made triangular solves 10x slower. Set for the
-    # whole (Snakemake) process, whose only BLAS work is these rounds.
-    threadpoolctl.threadpool_limits(1)
+    limit_blas_threads()   # for the whole (Snakemake) process, whose only BLAS work is these rounds
     with thread_log(log):
         chosen = get_problem(problem, ranges)
         initial_points = read_once(initial)

@@ -52,12 +52,14 @@ MATERN_BLOCK = 2**17      # kernel entries per block: 1 MB, a few such arrays fi
 TF_START_UP_NOISE = ("cuda", "cuDNN", "cuBLAS", "cuFFT", "absl::InitializeLog", "oneDNN custom operations",
                      "cpu_feature_guard", "rebuild TensorFlow with the appropriate compiler flags", "TF-TRT")
 
-_import_lock = threading.RLock()
+# Held while this process loads native libraries (TensorFlow's import) or scans them (threadpoolctl):
+# see dptradeoff.bo.chain_round.limit_blas_threads.
+IMPORT_LOCK = threading.RLock()
 
 
 def backend():
     """GPflow and TensorFlow, imported once per process (seconds), quietly, on one thread."""
-    with _import_lock:
+    with IMPORT_LOCK:
         import os
         import sys
 
@@ -166,7 +168,7 @@ _fitters: dict[int, "Fitter"] = {}
 
 def fitter(d: int) -> "Fitter":
     """The process's Fitter for d-dimensional inputs (built and traced on first use)."""
-    with _import_lock:
+    with IMPORT_LOCK:
         if d not in _fitters:
             _fitters[d] = Fitter(d)
         return _fitters[d]
