@@ -345,12 +345,27 @@ def test_a_refinement_without_a_finite_likelihood_falls_back_to_a_full_fit(monke
     assert np.isfinite(surrogates.utility.hyperparameters.noise)
 
 
-@pytest.mark.parametrize("delay", [0.3, 0.6, 1.0, 1.5])
-def test_two_chains_first_rounds_in_one_process_do_not_deadlock(tmp_path, delay):
+def test_the_blas_library_scan_runs_once_per_process_under_the_import_lock(monkeypatch):
     """Two chains' first rounds started together as threads of one Snakemake process once hung for
     good: one thread's threadpoolctl scan (dl_iterate_phdr, loader lock held, waiting for the GIL)
-    against the other's TensorFlow import (GIL held, dlopen waiting for the loader lock). A hang
-    shows here as the fresh process outliving its timeout (it reproduced at 2 of 5 delays)."""
+    against the other's TensorFlow import (GIL held, dlopen waiting for the loader lock). The scan
+    must hold gp.IMPORT_LOCK (which TensorFlow's import holds) and run once per process."""
+    from dptradeoff.bo import chain_round
+
+    scans = []
+    monkeypatch.setattr(chain_round.threadpoolctl, "threadpool_limits",
+                        lambda limits: scans.append(gp.IMPORT_LOCK._is_owned()))
+    monkeypatch.setattr(chain_round, "_blas_limited", False)
+    for _ in range(3):
+        chain_round.limit_blas_threads()
+    assert scans == [True]
+
+
+@pytest.mark.parametrize("delay", [0.5, 1.0])
+def test_two_chains_first_rounds_in_one_process_do_not_deadlock(tmp_path, delay):
+    """The same hang end to end: two first rounds, the second `delay` s after the first, in a fresh
+    process (it hung at 2 of 5 delays before the fix; it is a race, so this can pass by luck, the
+    test above cannot)."""
     import subprocess
     import sys
     from pathlib import Path
