@@ -121,7 +121,7 @@ def test_figs_3_and_4_show_the_error_the_gp_models_and_the_star_of_that_fit(draw
     illustrations.surfaces_figure(random, surface, star, grid, "unused.pdf", problem, "test config")
     (fig, caption), = drawn
     titles = [ax.get_title() for ax in fig.axes]
-    assert f"GP mean of {error}" in titles and error in caption
+    assert f"GP mean of {error}" in titles and error.replace("−", "-") in caption and caption.isascii()
     star_drawn = next(c for ax in fig.axes for c in ax.collections if c.get_label() == "next point").get_offsets()
     assert np.allclose(star_drawn, star[p.names].to_numpy())
 

@@ -98,6 +98,7 @@ def surfaces_figure(random: pd.DataFrame, surfaces: pd.DataFrame, next_point: pd
     _plane(axes[1, 1], surfaces.assign(problem=problem.name), x, y, surfaces["hvpoi"].to_numpy(), "HVPoI (log colour)", True, "cividis")
     axes[1, 1].scatter(next_point[x], next_point[y], marker="*", s=250, color="red", edgecolor="k", label="next point")
     axes[1, 1].legend(loc="upper right")
-    caption = (f"{name}: GP means of ε and {error} after {len(random)} random points, empirical vs exact front, and the "
-               "HVPoI surface with its maximiser (the next point) under the same GP fit.")
+    # ASCII only: a non-ASCII caption makes the PDF metadata UTF-16, which plain-text search of the file misses
+    caption = (f"{name}: GP means of epsilon and {error.replace('−', '-')} after {len(random)} random points, empirical vs "
+               "exact front, and the HVPoI surface with its maximiser (the next point) under the same GP fit.")
     save(fig, out, caption, random["source_label"].tolist(), config)
