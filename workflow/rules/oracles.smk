@@ -7,7 +7,9 @@ rule random_points:
         "results/dpareto/{problem}/{method}/{run}/points.parquet",
     wildcard_constraints:
         method="random|comparison",
-    priority: CHAIN_PRIORITY
+    # Above the chains': among jobs of equal priority Snakemake's greedy scheduler prefers those with
+    # the largest inputs, and this one has none, so a busy chain starved the next chain's start.
+    priority: CHAIN_PRIORITY + 1
     params:
         ranges=lambda wildcards: problem_ranges(wildcards.problem),
         points=lambda wildcards: method_points(wildcards.problem, wildcards.method),
