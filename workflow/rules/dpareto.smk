@@ -9,7 +9,8 @@ rule bo_initial:
         initial_batches,
     output:
         "results/dpareto/{problem}/{chain}/{run}/initial.parquet",
-    priority: CHAIN_PRIORITY
+    # Above the running chains': its one small input lost every tie to them (see random_points).
+    priority: CHAIN_PRIORITY + 1
     params:
         initial_points=config["dpareto"]["initial_points"],
     log:
