@@ -6,8 +6,9 @@ chosen point is added to both GPs as a fantasised observation at its predicted m
 be evaluated in parallel.
 
 Acquisition maximisation (as in the original code): the best of N uniformly random candidates
-in the GPs' input box (`dpareto.inputs`, see transforms), then L-BFGS-B from it; integer hyperparameters are rounded; a point equal to
-one already evaluated or already in the batch is replaced by the next-best candidate.
+in the GPs' input box (`dpareto.inputs`, see transforms), then L-BFGS-B from it; integer
+hyperparameters are rounded; a point equal to one already evaluated or already in the batch is
+replaced by the next-best candidate.
 
 GP hyperparameters (ML-II): every `Settings.refit_every`-th round (and whenever no previous
 round's hyperparameters are given) both GPs are fitted with `gp_restarts` starts, the first
@@ -31,7 +32,8 @@ from ..problems.registry import Problem
 from . import gp
 from .hvpoi import adaptive_reference, added_hypervolume, improvement_probability
 from .pareto import nondominated_cells, pareto_front
-from .transforms import INPUTS, InitialMaxScaler, InputScaler, error_to_gp, input_scaler, objectives_from_gp, objectives_to_gp, privacy_to_gp
+from .transforms import (INPUTS, InitialMaxScaler, InputScaler, error_to_gp, input_scaler, objectives_from_gp,
+                         objectives_to_gp, privacy_to_gp)
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,8 @@ def fig5(bo: dict[str, pd.DataFrame], sampling: dict[str, dict[str, pd.DataFrame
     mlp2 = "mnist-mlp2-sgd"
     if mlp2 in bo:
         shared = bo[mlp2].iloc[:k0]
-        for frame, color, label in ((bo[mlp2].iloc[k0:], "C0", "DPareto"), (sampling["random"][mlp2].iloc[k0:], "C1", "random")):
+        chosen = ((bo[mlp2].iloc[k0:], "C0", "DPareto"), (sampling["random"][mlp2].iloc[k0:], "C1", "random"))
+        for frame, color, label in chosen:
             pts = objectives(frame)
             ax.scatter(pts[:, 0], pts[:, 1], s=10, color=color, alpha=0.6, label=f"{label} points")
             front_line(ax, objectives(pd.concat([shared, frame])), color=color, lw=2, label=f"{label} front")
