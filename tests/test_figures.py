@@ -144,6 +144,7 @@ def test_figure_rules_read_the_files_the_paper_s_figures_show(run_snakemake, tmp
     # The chains go first, and what starts a chain goes before a running chain's next job (Snakemake's
     # greedy scheduler breaks priority ties by input size, and these jobs have small or no inputs).
     assert priority["random_points"] > priority["bo_propose"] and priority["bo_initial"] > priority["bo_propose"]
+    assert priority["dataset_split"] > priority["bo_propose"] and priority["embedded_wheel"] > priority["bo_propose"]
     assert priority["bo_propose"] == priority["bo_evaluate"] == priority["evaluate_random_batch"] > priority["evaluate_batch"]
     assert inputs["fig_fronts7"] == [f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in ADULT]
     assert inputs["fig_fronts8"] == inputs["fig_fronts7"]
