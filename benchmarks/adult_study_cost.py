@@ -21,7 +21,7 @@ import numpy as np
 
 from dptradeoff.baselines.random_search import sample
 from dptradeoff.problems import get_problem
-from dptradeoff.problems.evaluate import load_data, utilities
+from dptradeoff.problems.evaluate import load_data
 
 TARGET_MINUTES = 60
 REPEATS = 10
@@ -46,12 +46,13 @@ def main() -> None:
         problem = get_problem(name, {"epochs": [1, 64]})
         data = load_data(problem)
         points = sample(problem, args.points, np.random.default_rng(0))
-        utilities(problem, problem.check(points.iloc[0].to_dict() | {"epochs": 1}), data, REPEATS, 0)  # numba cache load
+        problem.oracle.utilities(problem.check(points.iloc[0].to_dict() | {"epochs": 1}), data, REPEATS,
+                                 np.random.default_rng(0))  # numba cache load
         start, epochs = time.process_time(), 0
         for i, row in points.iterrows():
             point = problem.check(row.to_dict())
             epochs += point["epochs"]
-            utilities(problem, point, data, REPEATS, i)
+            problem.oracle.utilities(point, data, REPEATS, np.random.default_rng(i))
         per_point = (time.process_time() - start) / len(points)
         rate = epochs * len(data.y_train) * REPEATS / (per_point * len(points))
         print(f"{name}: {per_point:.3f} s per point ({rate / 1e6:.1f}M examples/s), {count} points: {per_point * count:.0f} s")

@@ -12,7 +12,7 @@ from dptradeoff.bo.hvpoi import adaptive_reference, hvpoi
 from dptradeoff.bo.pareto import hypervolume_2d, nondominated_cells, pareto_front, pareto_mask
 from dptradeoff.bo.propose import REFINEMENT_TOLERANCE, GPState, Settings, propose
 from dptradeoff.bo.transforms import InputScaler, objectives_from_gp, objectives_to_gp
-from dptradeoff.problems.registry import PROBLEMS, Param, Problem
+from dptradeoff.problems import PROBLEMS, Oracle, Param, Problem
 
 
 def test_pareto_front_matches_brute_force():
@@ -108,7 +108,7 @@ def test_numpy_posterior_equals_gpflow_predictions():
 
 # A toy problem with a known front: epsilon grows with a, the error falls with a and is
 # smallest at b = 0.3, so the front is {b = 0.3}; random points rarely land there.
-TOY = Problem("toy", None, "toy", "none", domain=(Param("a", 0.0, 1.0), Param("b", 0.0, 1.0)), delta=0.0)
+TOY = Problem("toy", None, Oracle(), domain=(Param("a", 0.0, 1.0), Param("b", 0.0, 1.0)), delta=0.0)
 
 
 def toy_oracle(points: pd.DataFrame) -> pd.DataFrame:

@@ -52,8 +52,8 @@ def test_random_samples_follow_tables_3_and_4(name):
     # learning rate: 1e-3 + Exp(rate 10) truncated to its accept range -> mean below 1e-3 + 0.1
     lr = points["learning_rate"]
     s = problem.samplers["learning_rate"]
-    lam, lo, hi = s.a, s.low - s.b, s.high - s.b
-    trunc_mean = s.b + 1 / lam - (hi * math.exp(-lam * hi) - lo * math.exp(-lam * lo)) / (math.exp(-lam * lo) - math.exp(-lam * hi))
+    lam, lo, hi = s.rate, s.low - s.shift, s.high - s.shift
+    trunc_mean = s.shift + 1 / lam - (hi * math.exp(-lam * hi) - lo * math.exp(-lam * lo)) / (math.exp(-lam * lo) - math.exp(-lam * hi))
     assert lr.mean() == pytest.approx(trunc_mean, rel=0.05)
     for pname in problem.names:  # every sample is a valid point
         problem.check(points.iloc[0].to_dict())
@@ -71,7 +71,7 @@ def test_privacy_oracles_of_the_problems():
     p = PROBLEMS["adult-logreg-adam"]
     pt = {"epochs": 5, "lot_size": 100, "learning_rate": 0.01, "noise": 2.0, "clip": 1.0}
     assert epsilon(p, pt, 30000) == dpsgd.epsilon(30000, 100, 5, 2.0, 1e-5)
-    classic = epsilon(p, pt, 30000, "classic")   # privacy.conversion: the DPareto paper's conversion, larger
+    classic = epsilon(p.with_conversion("classic"), pt, 30000)   # privacy.conversion: the DPareto paper's conversion, larger
     assert classic == dpsgd.epsilon(30000, 100, 5, 2.0, 1e-5, "classic") > 1.05 * epsilon(p, pt, 30000)
     out = PROBLEMS["adult-logreg-outpert"]
     assert epsilon(out, {"gamma": 0.01, "sigma": 1.0}, 1000) == gaussian.epsilon(1.0, 4 / (0.01 * 1000), 1e-6)
@@ -101,8 +101,8 @@ def test_evaluation_rows_have_every_field_and_are_deterministic():
     assert (rows["utility_min"] <= rows["utility"]).all() and (rows["utility"] <= rows["utility_max"]).all()
     assert rows.drop(columns="wall_seconds").equals(again.drop(columns="wall_seconds"))
     assert rows["epsilon"].tolist() == [dpsgd.epsilon(300, 30, 2, 1.0, 1e-5), dpsgd.epsilon(300, 60, 1, 4.0, 1e-5)]
-    classic = evaluate(p, points, _tiny_data(), repeats=3, config_seed=7, method="random", run=0, first_index=10,
-                       conversion="classic")
+    classic = evaluate(p.with_conversion("classic"), points, _tiny_data(), repeats=3, config_seed=7, method="random",
+                       run=0, first_index=10)
     assert (rows["conversion"] == "dp_accounting").all() and (classic["conversion"] == "classic").all()
     assert classic["epsilon"].tolist() == [dpsgd.epsilon(300, 30, 2, 1.0, 1e-5, "classic"),
                                            dpsgd.epsilon(300, 60, 1, 4.0, 1e-5, "classic")]

@@ -16,7 +16,7 @@ for name in ("a", "b"):
     frame["epsilon"], frame["error"] = rng.uniform(0.1, 5, 8), rng.uniform(0.1, 0.9, 8)
     write_frame(frame, f"{work}/{name}_initial.parquet", {"problem": "svt"})
 def run(name):
-    propose_round(problem="svt", ranges=None, initial=f"{work}/{name}_initial.parquet", evaluations=[], previous=None,
+    propose_round(problem="svt", definition=None, initial=f"{work}/{name}_initial.parquet", evaluations=[], previous=None,
                   output=f"{work}/{name}_0.parquet", log=f"{work}/{name}.log", batch_size=1,
                   settings=Settings(candidates=100, gp_restarts=1), seed=1, run=0, round_index=0)
 threads = [threading.Thread(target=run, args=(n,), daemon=True) for n in ("a", "b")]

@@ -30,6 +30,12 @@ def _calibrate(args) -> None:
     print(cal.epsilon)
 
 
+def _front(args) -> None:
+    from .front_cli import front
+
+    front(args)
+
+
 def _run_arguments(p) -> None:
     """The arguments that describe a training run and its accounting (both commands share them)."""
     p.add_argument("--n", type=int, required=True, help="training-set size")
@@ -52,6 +58,17 @@ def main(argv=None) -> int:
     _run_arguments(p)
     p.add_argument("--epsilon", type=float, required=True, help="target epsilon")
     p.set_defaults(func=_calibrate)
+    p = sub.add_parser("front", help="a finished study's Pareto front, or the hyperparameters it suggests for a target "
+                                     "epsilon (exact privacy oracle, GP-predicted utility) or a target utility")
+    p.add_argument("--problem", required=True, help="a problem of the study (built-in or under problems: in the config)")
+    p.add_argument("--run", type=int, default=0, help="the DPareto chain run (default 0)")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--epsilon", type=float, help="the hyperparameters maximising predicted utility with epsilon <= this")
+    target.add_argument("--utility", type=float, help="the hyperparameters with the smallest epsilon predicted to reach this utility")
+    p.add_argument("--configfile", action="append", default=[],
+                   help="the config(s) the study ran with, merged over config/config.yaml as Snakemake does (repeatable)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the GP fit and the candidate search")
+    p.set_defaults(func=_front)
     args = parser.parse_args(argv)
     try:
         args.func(args)

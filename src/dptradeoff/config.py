@@ -1,6 +1,8 @@
 """Config validation: the schema check Snakemake runs, with errors reduced to one sentence naming the key."""
 from __future__ import annotations
 
+import os
+
 import jsonschema
 import yaml
 
@@ -25,6 +27,26 @@ def explain(error: jsonschema.ValidationError) -> str:
     return f"Config key {_key_path(error)} is invalid: {error.message}; fix its value (see config/README.md)."
 
 
+SCHEMA = os.path.join(os.path.dirname(__file__), "..", "..", "workflow", "schemas", "config.schema.yaml")
+DEFAULT_CONFIG = "config/config.yaml"
+
+
+def load(configfiles: list[str], schema_path: str = SCHEMA) -> dict:
+    """The config a Snakemake run with these `--configfile`s sees: config/config.yaml, each file
+    merged over it in turn, validated and with defaults filled."""
+    from snakemake.utils import update_config
+
+    config: dict = {}
+    for path in [DEFAULT_CONFIG, *configfiles]:
+        try:
+            with open(path) as f:
+                update_config(config, yaml.safe_load(f) or {})
+        except FileNotFoundError:
+            raise UserError(f"Config file {path} does not exist; run from the project's directory or fix the path.") from None
+    check(config, schema_path)
+    return config
+
+
 def check(config: dict, schema_path: str) -> None:
     """Validate `config` against the schema with `snakemake.utils.validate` (which also fills defaults);
     on failure raise a UserError naming the first offending key."""
@@ -43,8 +65,25 @@ def check(config: dict, schema_path: str) -> None:
     _check_relations(config)
 
 
+def _check_problems(config: dict) -> None:
+    """Every problem a study names is built in or defined under `problems:`, and every definition
+    resolves (its oracle imports, its domain is valid)."""
+    from .problems import PROBLEMS, definition, resolve
+
+    for name, settings in config.get("problems", {}).items():
+        if name not in PROBLEMS and "oracle" not in settings:
+            raise UserError(f"problems.{name} is not a built-in problem ({', '.join(PROBLEMS)}); to define a problem "
+                            f"of your own give it an `oracle:` (config/README.md).")
+        resolve(name, definition(config, name))
+    for name in config.get("dpareto", {}).get("problems", []):
+        if name not in PROBLEMS and "oracle" not in config.get("problems", {}).get(name, {}):
+            raise UserError(f"dpareto.problems names {name!r}, which is neither built in ({', '.join(PROBLEMS)}) nor "
+                            f"defined under problems.{name}; define it there or fix the name.")
+
+
 def _check_relations(config: dict) -> None:
     """What a schema cannot say: relations between keys."""
+    _check_problems(config)
     table3 = config.get("expost", {}).get("table3")
     if table3:
         grid_eps = set(float(e) for e in table3["grid"]["eps"])

@@ -1,5 +1,6 @@
 # Helpers and input functions shared by the rule files.
 import os
+import re
 import sys
 
 # The workflow imports the library from this checkout; rule jobs import the installed package
@@ -12,7 +13,8 @@ from dptradeoff.data.build import SPLIT_OUTPUTS, raw_inputs
 from dptradeoff.data.sources import DATASETS, TWITTER_MEMBER, file_specs
 from dptradeoff.baselines.grid import grid
 from dptradeoff.bo.propose import Settings
-from dptradeoff.problems import PROBLEMS, get_problem
+from dptradeoff.problems import PROBLEMS, definition, resolve
+from dptradeoff.stats.ttest import PAPER_TABLE2
 
 try:
     check_config(config, os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
@@ -29,6 +31,17 @@ CHAIN_PRIORITY = 10
 RDP_CONVERSION = config["privacy"]["conversion"]
 # Grid axes: log-spaced where a parameter is searched on a log scale, or linspace (the original).
 GRID_SPACING = config["dpareto"]["grid_spacing"]
+
+
+def problem_definition(problem):
+    """The keys of problems.<problem> that define the problem (a rule's `problem` param)."""
+    return definition(config, problem)
+
+
+# Every problem this config can name: the built-ins and those its `problems:` entries define
+# (config.check has resolved each definition once already, so these cannot fail).
+KNOWN_PROBLEMS = {**PROBLEMS, **{name: resolve(name, problem_definition(name), RDP_CONVERSION)
+                                 for name, settings in config["problems"].items() if "oracle" in settings}}
 
 
 wildcard_constraints:
@@ -63,24 +76,20 @@ wildcard_constraints:
     chain=r"bo|bo-q[1-9]\d*",
     i=r"0|[1-9]\d*",
     k=r"[1-9]\d*",
-    problem="|".join(PROBLEMS),
+    problem="|".join(re.escape(name) for name in KNOWN_PROBLEMS),
 
 
 def problem_settings(problem):
     return config["problems"].get(problem, {})
 
 
-def problem_ranges(problem):
-    return problem_settings(problem).get("ranges", {})
-
-
 def problem_repeats(problem):
-    return problem_settings(problem).get("repeats", PROBLEMS[problem].default_repeats)
+    return problem_settings(problem).get("repeats", KNOWN_PROBLEMS[problem].default_repeats)
 
 
 def problem_data(problem):
     """The Parquet files of a problem's dataset (none for SVT)."""
-    dataset = PROBLEMS[problem].dataset
+    dataset = KNOWN_PROBLEMS[problem].dataset
     return data_outputs(dataset) if dataset else []
 
 
@@ -94,7 +103,7 @@ def method_points(problem, method):
     if method == "comparison":
         return config["statistics"]["comparison_parts"] * comparison_part_size()
     k = int(method[len("grid"):])
-    return len(grid(get_problem(problem, problem_ranges(problem)), k, GRID_SPACING))
+    return len(grid(resolve(problem, problem_definition(problem)), k, GRID_SPACING))
 
 
 def sampling_methods():
@@ -120,16 +129,14 @@ def previous_proposal(wildcards):
 
 
 def bo_settings():
-    d = config["dpareto"]
-    return Settings(candidates=d["candidates"], gp_restarts=d["gp_restarts"], reference=d["reference"],
-                    refit_every=d["gp_refit_every"], inputs=d["inputs"])
+    return Settings.from_config(config["dpareto"])
 
 
 def proposal_round(wildcards, input, output, params, log):
     """The body of the bo_propose run: rule (Snakemake's objects in, the library's arguments out)."""
     from dptradeoff.bo.chain_round import propose_round
 
-    propose_round(problem=wildcards.problem, ranges=params.ranges, initial=input.initial,
+    propose_round(problem=wildcards.problem, definition=params.problem, initial=input.initial,
                   evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
                   output=output[0], log=log[0], batch_size=params.batch_size, settings=params.settings,
                   seed=params.seed, run=int(wildcards.run), round_index=int(wildcards.round))
@@ -189,7 +196,8 @@ def config_label():
 
 
 def table2_problems():
-    return [p for p in config["dpareto"]["problems"] if p.startswith("adult-")]
+    """The study's problems that are rows of the paper's Table 2 (the three adult DP-SGD problems)."""
+    return [p for p in config["dpareto"]["problems"] if p in PAPER_TABLE2]
 
 
 def grid_problems():
@@ -198,8 +206,11 @@ def grid_problems():
 
 
 def figure_problems(n):
-    """Fig. 7: the adult problems (the paper's LogReg+SGD, LogReg+Adam, SVM+SGD); Fig. 8: all."""
-    return table2_problems() if n == "7" else config["dpareto"]["problems"]
+    """Fig. 7: the adult problems (the paper's LogReg+SGD, LogReg+Adam, SVM+SGD); Fig. 8: the paper's
+    adult and mnist problems (a problem of your own has its figures/front-<problem>.pdf)."""
+    if n == "7":
+        return table2_problems()
+    return [p for p in config["dpareto"]["problems"] if p in PROBLEMS and PROBLEMS[p].dataset in ("adult", "mnist")]
 
 
 def bo_rounds(chain):
@@ -218,14 +229,33 @@ def chain_files(problem, chain="bo", run=0):
 def study_targets(study):
     """The outputs `all` builds for one entry of `studies` (the data they read come as their inputs)."""
     if study == "dpareto":
-        tables = [f"tables/{name}.{ext}" for name in ("table2", "overhead") for ext in ("csv", "md")]
-        figures = [f"figures/fig{i}.pdf" for i in (5, 6, 7, 8) if i != 6 or grid_problems()]
-        return dpareto_targets() + figures + tables
+        tables = [f"tables/{name}.{ext}" for name in ["overhead"] + (["table2"] if table2_problems() else [])
+                  for ext in ("csv", "md")]
+        present = {6: grid_problems(), 7: table2_problems(), 8: figure_problems("8")}
+        figures = [f"figures/fig{i}.pdf" for i in (5, 6, 7, 8) if present.get(i, True)]
+        fronts = [path for p in config["dpareto"]["problems"] for path in front_targets(p)]
+        return dpareto_targets() + figures + tables + fronts
     if study == "illustrations":
         return illustration_targets() + [f"figures/fig{i}.pdf" for i in range(1, 5)]
     if study == "batch":
         return ["figures/batch_vs_sequential.pdf"] + [f"tables/batch_vs_sequential.{ext}" for ext in ("csv", "md")]
     return {"expost": expost_targets, "proposetest": proposetest_targets, "taylor": taylor_targets}[study]()
+
+
+def query_files(problem):
+    """The answers to problems.<problem>.queries: {epsilon: [targets], utility: [targets]}."""
+    queries = problem_settings(problem).get("queries", {})
+    return [f"results/dpareto/{problem}/query/{kind}{float(t):g}.parquet"
+            for key, kind in (("epsilon", "eps"), ("utility", "utility")) for t in queries.get(key, [])]
+
+
+def front_inputs(wildcards):
+    files = {m: f"results/dpareto/{wildcards.problem}/{m}/0/evaluations.parquet" for m in sampling_methods() + ["bo"]}
+    return {**files, "queries": query_files(wildcards.problem)}
+
+
+def front_targets(problem):
+    return [f"figures/front-{problem}.pdf", f"tables/front-{problem}.csv", f"tables/front-{problem}.md"]
 
 
 def all_targets():

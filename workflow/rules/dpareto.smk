@@ -33,7 +33,7 @@ rule bo_propose:
     output:
         "results/dpareto/{problem}/{chain}/{run}/proposals/{round}.parquet",
     params:
-        ranges=lambda wildcards: problem_ranges(wildcards.problem),
+        problem=lambda wildcards: problem_definition(wildcards.problem),
         batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
         settings=lambda wildcards: bo_settings(),
         seed=config["seed"],
@@ -55,7 +55,7 @@ rule bo_evaluate:
         "results/dpareto/{problem}/{chain}/{run}/evals/{i}.parquet",
     params:
         conversion=RDP_CONVERSION,
-        ranges=lambda wildcards: problem_ranges(wildcards.problem),
+        problem=lambda wildcards: problem_definition(wildcards.problem),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
         initial_points=config["dpareto"]["initial_points"],

@@ -11,7 +11,7 @@ rule random_points:
     # the largest inputs, and this one has none, so a busy chain starved the next chain's start.
     priority: CHAIN_PRIORITY + 1
     params:
-        ranges=lambda wildcards: problem_ranges(wildcards.problem),
+        problem=lambda wildcards: problem_definition(wildcards.problem),
         points=lambda wildcards: method_points(wildcards.problem, wildcards.method),
         seed=config["seed"],
     log:
@@ -26,7 +26,7 @@ rule uniform_points:
     output:
         "results/dpareto/{problem}/uniform/{run}/points.parquet",
     params:
-        ranges=lambda wildcards: problem_ranges(wildcards.problem),
+        problem=lambda wildcards: problem_definition(wildcards.problem),
         points=lambda wildcards: method_points(wildcards.problem, "uniform"),
         seed=config["seed"],
     log:
@@ -41,7 +41,7 @@ rule grid_points:
     output:
         "results/dpareto/{problem}/grid{k}/{run}/points.parquet",
     params:
-        ranges=lambda wildcards: problem_ranges(wildcards.problem),
+        problem=lambda wildcards: problem_definition(wildcards.problem),
         spacing=GRID_SPACING,
     log:
         "logs/dpareto/{problem}/grid{k}/{run}/points.log",
@@ -61,7 +61,7 @@ rule evaluate_batch:
         method=r"uniform|comparison|grid\d+",
     params:
         conversion=RDP_CONVERSION,
-        ranges=lambda wildcards: problem_ranges(wildcards.problem),
+        problem=lambda wildcards: problem_definition(wildcards.problem),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         points_per_job=config["random_sampling"]["points_per_job"],
         seed=config["seed"],

@@ -2,17 +2,17 @@ from dptradeoff.workflow_support import limit_threads, rule_context
 
 limit_threads(snakemake.threads)
 
-from dptradeoff.problems import get_problem  # noqa: E402
-from dptradeoff.problems.evaluate import evaluate, load_data  # noqa: E402
+from dptradeoff.problems import resolve  # noqa: E402
+from dptradeoff.problems.evaluate import evaluate, load_data, source_label  # noqa: E402
 from dptradeoff.problems.tables import read_frame, write_frame  # noqa: E402
 
 with rule_context(snakemake):
     w, p = snakemake.wildcards, snakemake.params
-    problem = get_problem(w.problem, p.ranges)
+    problem = resolve(w.problem, p.problem, p.conversion)
     first = int(w.batch) * p.points_per_job
     points = read_frame(snakemake.input.points).iloc[first:first + p.points_per_job]
     data = load_data(problem)
-    rows = evaluate(problem, points, data, p.repeats, p.seed, w.method, int(w.run), first, p.conversion)
+    rows = evaluate(problem, points, data, p.repeats, p.seed, w.method, int(w.run), first)
     write_frame(rows, snakemake.output[0], {"problem": w.problem, "method": w.method, "run": int(w.run),
-                                            "ranges": p.ranges, "repeats": p.repeats, "seed": p.seed,
-                                            "source_label": data.source_label if data else "svt: simulated queries"})
+                                            "definition": p.problem, "repeats": p.repeats, "seed": p.seed,
+                                            "source_label": source_label(problem, data)})

@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from ..problems.registry import Problem
+from ..problems.problem import Problem
 
 
 SPACINGS = ("search-scale", "linear")

@@ -8,22 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..problems.registry import Param, Problem, Sampler
-
-
-def _draw_one(s: Sampler, rng: np.random.Generator) -> float:
-    for _ in range(100_000):
-        if s.kind == "uniform_int":
-            v = float(rng.integers(int(s.a), int(s.b) + 1))
-        elif s.kind == "normal_int":
-            v = float(round(rng.normal(s.a, s.b)))
-        elif s.kind == "shifted_exp":
-            v = s.b + rng.exponential(1.0 / s.a)      # a = rate lambda, b = shift
-        else:
-            raise ValueError(f"unknown sampler {s.kind!r}")
-        if s.low <= v <= s.high:
-            return v
-    raise RuntimeError(f"rejection sampling of {s} accepted nothing in 100,000 draws")
+from ..problems.problem import Param, Problem
 
 
 def _draw_domain(p: Param, rng: np.random.Generator) -> float:
@@ -41,7 +26,7 @@ def sample(problem: Problem, count: int, rng: np.random.Generator) -> pd.DataFra
         row = {}
         for p in problem.domain:
             s = problem.samplers.get(p.name)
-            row[p.name] = _draw_one(s, rng) if s else _draw_domain(p, rng)
+            row[p.name] = s.draw(rng) if s else _draw_domain(p, rng)
             if p.integer:
                 row[p.name] = int(row[p.name])
         rows.append(row)

@@ -19,7 +19,7 @@ import pandas as pd
 import threadpoolctl
 
 from ..io import read_provenance
-from ..problems import get_problem
+from ..problems import resolve, succeeded
 from ..problems.tables import read_frame, write_frame
 from ..seeds import rng
 from ..workflow_support import thread_log
@@ -54,16 +54,17 @@ def read_once(path: str) -> pd.DataFrame:
     return _frames[key]
 
 
-def propose_round(*, problem: str, ranges: dict | None, initial: str, evaluations: list[str], previous: str | None,
+def propose_round(*, problem: str, definition: dict | None, initial: str, evaluations: list[str], previous: str | None,
                   output: str, log: str, batch_size: int, settings: Settings, seed: int, run: int,
                   round_index: int) -> None:
     """Write round `round_index`'s proposal (q = batch_size points) to `output`."""
     start = time.perf_counter()
     limit_blas_threads()   # for the whole (Snakemake) process, whose only BLAS work is these rounds
     with thread_log(log):
-        chosen = get_problem(problem, ranges)
-        initial_points = read_once(initial)
-        evals = pd.concat([initial_points] + [read_once(path) for path in evaluations], ignore_index=True)
+        chosen = resolve(problem, definition)
+        # points whose oracle failed carry no objectives: the GPs never see them
+        initial_points = succeeded(read_once(initial))
+        evals = succeeded(pd.concat([read_once(initial)] + [read_once(path) for path in evaluations], ignore_index=True))
         state = GPState.from_dict(read_provenance(previous)["gp_state"]) if previous else None
         proposal = propose(chosen, evals, batch_size, settings, rng(seed, problem, "dpareto", run, round_index),
                            state, round_index, initial=len(initial_points))

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from ..problems.registry import Problem
+from ..problems.problem import Problem
 from . import gp
 from .hvpoi import adaptive_reference, added_hypervolume, improvement_probability
 from .pareto import nondominated_cells, pareto_front
@@ -54,6 +54,12 @@ class Settings:
     reference: str = "adaptive"  # GPflowOpt's, which the published runs used (README: fixed vs adaptive)
     refit_every: int = 1       # rounds between full ML-II restarts (1: every round, as the paper)
     inputs: str = "log-unit-cube"  # the GPs' input geometry (transforms.INPUTS)
+
+    @classmethod
+    def from_config(cls, dpareto: dict) -> "Settings":
+        """The settings of the config's `dpareto` section."""
+        return cls(candidates=dpareto["candidates"], gp_restarts=dpareto["gp_restarts"], reference=dpareto["reference"],
+                   refit_every=dpareto["gp_refit_every"], inputs=dpareto["inputs"])
 
     def full_refit(self, round_index: int) -> bool:
         return round_index % self.refit_every == 0

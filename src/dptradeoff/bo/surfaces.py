@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..problems.registry import Problem
+from ..problems.problem import Problem
 from .propose import Settings, acquisition_function, choose, fit_surrogates
 from .transforms import objectives_from_gp
 

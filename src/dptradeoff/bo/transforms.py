@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..problems.registry import Problem
+from ..problems.problem import Problem
 
 EPS_RANGE = (1e-8, 1e8)
 ERROR_RANGE = (1e-4, 1 - 1e-4)

@@ -1,122 +1,37 @@
-"""The problem registry.
-
-A problem is a dataset, a model and optimizer, a hyperparameter domain (the BO search space,
-paper 001 Table 1), the random-sampling distributions of paper 001 Tables 3-4 (whose accept
-ranges can exceed Table 1: e.g. adult learning rates up to 0.1), a privacy oracle and a utility
-oracle averaged over R independent replications. A point is valid when it lies in the hull of
-the domain and the accept ranges, with integers where the parameter is integer-valued.
-"""
+"""The built-in problems (paper 001 Table 1 domains, Tables 3-4 distributions), and `resolve`:
+a problem by name, built-in or defined in the config's `problems:` section."""
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
-
 from .. import UserError
+from .builtin import BoltOnOutputPerturbation, LinearDPSGD, MLPDPSGD, SparseVector
+from .problem import Param, Problem
+from .sampling import NormalInt, ShiftedExponential, UniformInt
 
 
-@dataclass(frozen=True)
-class Param:
-    name: str
-    low: float
-    high: float
-    integer: bool = False
-    log: bool = False          # searched (and sampled, where no distribution is given) on a log scale
-
-
-@dataclass(frozen=True)
-class Sampler:
-    """A paper 001 Table 3/4 distribution, truncated to its accept range by rejection."""
-    kind: str                  # "uniform_int", "normal_int", "shifted_exp", "log_uniform", "uniform"
-    a: float = 0.0
-    b: float = 0.0
-    low: float = 0.0
-    high: float = 0.0
-
-
-@dataclass(frozen=True)
-class Problem:
-    name: str
-    dataset: str | None
-    model: str                 # logreg, svm, mlp1, mlp2, outpert-logreg, svt
-    optimizer: str             # sgd, adam, psgd (bolt-on), none
-    domain: tuple[Param, ...]
-    samplers: dict[str, Sampler] = field(default_factory=dict)
-    delta: float = 1e-5
-    utility: str = "accuracy"
-    default_repeats: int = 10  # R of the paper
-
-    @property
-    def names(self) -> list[str]:
-        return [p.name for p in self.domain]
-
-    def bounds(self, name: str) -> tuple[float, float]:
-        """Valid range of a parameter: the hull of its domain and its random-sampling accept range."""
-        p = next(p for p in self.domain if p.name == name)
-        s = self.samplers.get(name)
-        return (min(p.low, s.low), max(p.high, s.high)) if s else (p.low, p.high)
-
-    def check(self, point: dict) -> dict:
-        """The point as typed values; a clear error if it is outside the problem's valid range."""
-        missing = [n for n in self.names if n not in point]
-        if missing:
-            raise UserError(f"Point for {self.name} lacks {missing}; a point needs {self.names}.")
-        out = {}
-        for p in self.domain:
-            v = float(point[p.name])
-            if p.integer:
-                if not (math.isfinite(v) and v == round(v)):
-                    raise UserError(f"{self.name}: {p.name} must be an integer, got {point[p.name]}; round it or fix the point.")
-                v = int(round(v))
-            low, high = self.bounds(p.name)
-            if not (low <= v <= high):
-                raise UserError(f"{self.name}: {p.name} = {point[p.name]} is outside its range [{low:g}, {high:g}]; choose a value inside it.")
-            out[p.name] = v
-        return out
-
-    def restricted(self, overrides: dict[str, list[float]]) -> "Problem":
-        """The problem with some parameter ranges narrowed (domain and accept ranges alike), e.g. for
-        the default config's small budgets."""
-        unknown = set(overrides) - set(self.names)
-        if unknown:
-            raise UserError(f"{self.name} has no parameter(s) {sorted(unknown)}; its parameters are {self.names}.")
-        domain = []
-        samplers = dict(self.samplers)
-        for p in self.domain:
-            if p.name in overrides:
-                low, high = overrides[p.name]
-                if not (p.low <= low <= high <= max(p.high, self.bounds(p.name)[1])):
-                    raise UserError(f"{self.name}: the range override {p.name}: [{low}, {high}] must lie inside [{p.low}, {p.high}].")
-                p = replace(p, low=low, high=high)
-                if p.name in samplers:
-                    samplers[p.name] = replace(samplers[p.name], low=max(low, samplers[p.name].low), high=min(high, samplers[p.name].high))
-            domain.append(p)
-        return replace(self, domain=tuple(domain), samplers=samplers)
-
-
-def _dpsgd(name, dataset, model, optimizer, epochs, lot, lr, noise, clip, samplers, utility="accuracy"):
+def _dpsgd(name, dataset, oracle, epochs, lot, lr, noise, clip, samplers, description):
     return Problem(
-        name=name, dataset=dataset, model=model, optimizer=optimizer,
+        name=name, dataset=dataset, oracle=oracle,
         domain=(Param("epochs", *epochs, integer=True), Param("lot_size", *lot, integer=True),
                 Param("learning_rate", *lr, log=True), Param("noise", *noise, log=True),
                 Param("clip", *clip, log=True)),
-        samplers=samplers, delta=1e-5, utility=utility,
+        samplers=samplers, delta=1e-5, description=description,
     )
 
 
-# Paper 001 Table 4 (adult) and Table 3 (mnist). Shifted exponentials: shift + Exp(rate lambda).
+# Paper 001 Table 4 (adult) and Table 3 (mnist), each truncated to [low, high].
 ADULT_SAMPLERS = {
-    "epochs": Sampler("uniform_int", 1, 64, 1, 64),
-    "lot_size": Sampler("normal_int", 128, 64, 8, 512),
-    "learning_rate": Sampler("shifted_exp", 10, 1e-3, 1e-3, 1e-1),
-    "noise": Sampler("shifted_exp", 1e-1, 1e-1, 1e-1, 16),
-    "clip": Sampler("shifted_exp", 1e-1, 1e-1, 1e-1, 4),
+    "epochs": UniformInt(1, 64, a=1, b=64),
+    "lot_size": NormalInt(8, 512, mean=128, sd=64),
+    "learning_rate": ShiftedExponential(1e-3, 1e-1, rate=10, shift=1e-3),
+    "noise": ShiftedExponential(1e-1, 16, rate=1e-1, shift=1e-1),
+    "clip": ShiftedExponential(1e-1, 4, rate=1e-1, shift=1e-1),
 }
 MNIST_SAMPLERS = {
-    "epochs": Sampler("uniform_int", 1, 400, 1, 400),
-    "lot_size": Sampler("normal_int", 800, 800, 16, 4000),
-    "learning_rate": Sampler("shifted_exp", 10, 1e-3, 1e-3, 5e-1),
-    "noise": Sampler("shifted_exp", 5e-1, 1e-1, 1e-1, 16),
-    "clip": Sampler("shifted_exp", 5e-1, 1e-1, 1e-1, 12),
+    "epochs": UniformInt(1, 400, a=1, b=400),
+    "lot_size": NormalInt(16, 4000, mean=800, sd=800),
+    "learning_rate": ShiftedExponential(1e-3, 5e-1, rate=10, shift=1e-3),
+    "noise": ShiftedExponential(1e-1, 16, rate=5e-1, shift=1e-1),
+    "clip": ShiftedExponential(1e-1, 12, rate=5e-1, shift=1e-1),
 }
 ADULT_DOMAIN = dict(epochs=(1, 64), lot=(8, 512), lr=(5e-4, 5e-2), noise=(0.1, 16), clip=(0.1, 4))
 MNIST_DOMAIN = dict(epochs=(1, 400), lot=(16, 4000), lr=(1e-3, 5e-1), noise=(0.1, 16), clip=(0.1, 12))
@@ -124,23 +39,57 @@ MNIST_DOMAIN = dict(epochs=(1, 400), lot=(16, 4000), lr=(1e-3, 5e-1), noise=(0.1
 PROBLEMS: dict[str, Problem] = {
     p.name: p
     for p in [
-        _dpsgd("adult-logreg-sgd", "adult", "logreg", "sgd", samplers=ADULT_SAMPLERS, **ADULT_DOMAIN),
-        _dpsgd("adult-logreg-adam", "adult", "logreg", "adam", samplers=ADULT_SAMPLERS, **ADULT_DOMAIN),
-        _dpsgd("adult-svm-sgd", "adult", "svm", "sgd", samplers=ADULT_SAMPLERS, **ADULT_DOMAIN),
-        _dpsgd("mnist-mlp1-sgd", "mnist", "mlp1", "sgd", samplers=MNIST_SAMPLERS, **MNIST_DOMAIN),
-        _dpsgd("mnist-mlp2-sgd", "mnist", "mlp2", "sgd", samplers=MNIST_SAMPLERS, **MNIST_DOMAIN),
-        Problem("adult-logreg-outpert", "adult", "outpert-logreg", "psgd",
+        _dpsgd("adult-logreg-sgd", "adult", LinearDPSGD("sgd", loss="logistic"), samplers=ADULT_SAMPLERS,
+               description="logistic regression, DP-SGD", **ADULT_DOMAIN),
+        _dpsgd("adult-logreg-adam", "adult", LinearDPSGD("adam", loss="logistic"), samplers=ADULT_SAMPLERS,
+               description="logistic regression, DP-Adam", **ADULT_DOMAIN),
+        _dpsgd("adult-svm-sgd", "adult", LinearDPSGD("sgd", loss="hinge"), samplers=ADULT_SAMPLERS,
+               description="linear SVM, DP-SGD", **ADULT_DOMAIN),
+        _dpsgd("mnist-mlp1-sgd", "mnist", MLPDPSGD("sgd", architecture="mlp1"), samplers=MNIST_SAMPLERS,
+               description="MLP1, DP-SGD", **MNIST_DOMAIN),
+        _dpsgd("mnist-mlp2-sgd", "mnist", MLPDPSGD("sgd", architecture="mlp2"), samplers=MNIST_SAMPLERS,
+               description="MLP2, DP-SGD", **MNIST_DOMAIN),
+        Problem("adult-logreg-outpert", "adult", BoltOnOutputPerturbation(),
                 domain=(Param("gamma", 1e-4, 1.0, log=True), Param("sigma", 0.1, 10.0, log=True)),
-                delta=1e-6, default_repeats=50),
-        Problem("svt", None, "svt", "none",
+                delta=1e-6, default_repeats=50, description="output-perturbation logistic regression"),
+        Problem("svt", None, SparseVector(),
                 domain=(Param("bound", 1, 30, integer=True), Param("b", 1e-2, 1e2, log=True)),
-                delta=0.0, utility="F1", default_repeats=50),
+                delta=0.0, utility="F1", default_repeats=50, description="sparse vector technique"),
     ]
 }
 
+# The keys of a `problems.<name>` config entry that define a problem (the others, repeats and
+# grids, say how a study uses it).
+DEFINITION_KEYS = ("ranges", "oracle", "options", "dataset", "delta", "utility", "domain", "sampling", "description")
+
+
+def definition(config: dict, name: str) -> dict:
+    """The keys of the config's `problems.<name>` entry that define the problem (not how it is studied)."""
+    settings = config.get("problems", {}).get(name, {})
+    return {key: settings[key] for key in DEFINITION_KEYS if key in settings}
+
 
 def get_problem(name: str, overrides: dict | None = None) -> Problem:
+    """A built-in problem, its ranges narrowed by `overrides`."""
     if name not in PROBLEMS:
-        raise UserError(f"Unknown problem {name!r}; the registered problems are {', '.join(PROBLEMS)}.")
+        raise UserError(f"Unknown problem {name!r}; the built-in problems are {', '.join(PROBLEMS)}, and a problem "
+                        f"of your own needs an `oracle:` entry under problems.{name} (config/README.md).")
     problem = PROBLEMS[name]
     return problem.restricted(overrides) if overrides else problem
+
+
+def resolve(name: str, definition: dict | None = None, conversion: str = "dp_accounting") -> Problem:
+    """The problem `name` as its config entry defines it: a built-in narrowed by `ranges`, or, where
+    the entry names an `oracle`, the user-defined problem it describes (`problems.user`)."""
+    definition = definition or {}
+    if "oracle" in definition:
+        from .user import user_problem
+
+        problem = user_problem(name, definition)
+    else:
+        extra = sorted(set(definition) - {"ranges", "description"})
+        if extra:
+            raise UserError(f"problems.{name} sets {extra}, which only a problem of your own takes; add an `oracle:` "
+                            f"entry (config/README.md) or remove them.")
+        problem = get_problem(name, definition.get("ranges"))
+    return problem.with_conversion(conversion)

@@ -22,3 +22,8 @@ def concat(paths: list[str], out: str, provenance: dict | None = None) -> pd.Dat
     meta = {**read_provenance(paths[0]), **(provenance or {})} if paths else dict(provenance or {})
     write_frame(frame, out, meta)
     return frame
+
+
+def succeeded(evals: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose oracles did not fail (all rows of tables written before `failure` existed)."""
+    return evals[evals["failure"].isna()] if "failure" in evals.columns else evals

@@ -1,0 +1,119 @@
+"""Bring your own DP algorithm: the CNN of PyTorch's "Basic MNIST Example" (the model paper 004
+tunes) trained with Opacus's PrivacyEngine, as a problem of this pipeline.
+
+The pipeline needs two things from a DP algorithm (see dptradeoff/problems/oracle.py):
+
+* `epsilon(point, *, n, delta)`: the privacy oracle. Here: DP-SGD with Poisson sampling, as Opacus
+  performs it (`make_private(..., poisson_sampling=True)`): every step includes each of the n
+  examples independently with probability q = 1 / len(data_loader), for int(1 / q) steps per epoch,
+  and adds N(0, (noise * clip)^2) to the sum of clipped per-example gradients (add/remove-one
+  neighbours, sensitivity clip). Accounted with dp_accounting's RDP accountant;
+  tests/test_user_problems.py checks it against Opacus's own accountant after a real training.
+* `utility(point, data, rng)`: one training at the point, its test accuracy.
+
+`prepare` keeps `train_rows` training and `test_rows` test rows, chosen by a fixed permutation (the
+choice depends on the row counts only, never on the data, so the other rows are simply unused and
+n is the number of rows trained on), and reshapes the pixels into 1x28x28 images.
+Config: config/examples/opacus-cnn.yaml.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import replace
+
+import numpy as np
+
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081   # the Basic MNIST Example's normalisation
+
+
+def network():
+    """The Basic MNIST Example's CNN (pytorch/examples, mnist/main.py)."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 32, 3, 1)
+            self.conv2 = nn.Conv2d(32, 64, 3, 1)
+            self.dropout1 = nn.Dropout(0.25)
+            self.dropout2 = nn.Dropout(0.5)
+            self.fc1 = nn.Linear(9216, 128)
+            self.fc2 = nn.Linear(128, 10)
+
+        def forward(self, x):
+            x = F.relu(self.conv1(x))
+            x = F.relu(self.conv2(x))
+            x = F.max_pool2d(x, 2)
+            x = torch.flatten(self.dropout1(x), 1)
+            x = self.dropout2(F.relu(self.fc1(x)))
+            return F.log_softmax(self.fc2(x), dim=1)
+
+    return Net()
+
+
+def poisson_schedule(n: int, lot_size: int, epochs: int) -> tuple[float, int]:
+    """(sampling rate, steps) of Opacus's Poisson data loader for a DataLoader of batch size lot_size
+    over n examples: q = 1 / len(loader) with len(loader) = ceil(n / lot_size), int(1 / q) steps per epoch."""
+    batches = math.ceil(n / lot_size)
+    rate = 1 / batches
+    return rate, epochs * int(1 / rate)
+
+
+class OpacusCNN:
+    def __init__(self, train_rows: int | None = None, test_rows: int | None = None):
+        self.train_rows, self.test_rows = train_rows, test_rows
+
+    def prepare(self, data):
+        def images(x):
+            return ((np.asarray(x, dtype=np.float32) - MNIST_MEAN) / MNIST_STD).reshape(-1, 1, 28, 28)
+
+        # the embedded digits are grouped by label: a fixed permutation, not the first rows
+        train = np.random.default_rng(0).permutation(len(data.y_train))[:self.train_rows]
+        test = np.random.default_rng(1).permutation(len(data.y_test))[:self.test_rows]
+        return replace(data, x_train=images(data.x_train[train]), y_train=np.asarray(data.y_train[train], dtype=np.int64),
+                       x_test=images(data.x_test[test]), y_test=np.asarray(data.y_test[test], dtype=np.int64))
+
+    def epsilon(self, point, *, n, delta):
+        import dp_accounting
+
+        rate, steps = poisson_schedule(n, point["lot_size"], point["epochs"])
+        event = dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(rate, dp_accounting.GaussianDpEvent(point["noise"])), steps)
+        accountant = dp_accounting.rdp.RdpAccountant()   # add/remove-one neighbours, as Opacus
+        return accountant.compose(event).get_epsilon(delta)
+
+    def train(self, point, data, rng):
+        """The model and Opacus's PrivacyEngine after training at `point` (all randomness from rng)."""
+        import torch
+        from opacus import PrivacyEngine
+
+        warnings.filterwarnings("ignore", module="opacus")   # its secure-RNG advice, once per training
+        torch.manual_seed(int(rng.integers(2**62)))
+        dataset = torch.utils.data.TensorDataset(torch.as_tensor(data.x_train), torch.as_tensor(data.y_train))
+        loader = torch.utils.data.DataLoader(dataset, batch_size=int(point["lot_size"]))
+        model = network()
+        optimizer = torch.optim.SGD(model.parameters(), lr=point["learning_rate"])
+        engine = PrivacyEngine(accountant="rdp")
+        model, optimizer, loader = engine.make_private(
+            module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=point["noise"],
+            max_grad_norm=point["clip"], poisson_sampling=True,
+            noise_generator=torch.Generator().manual_seed(int(rng.integers(2**62))))
+        model.train()
+        for _ in range(int(point["epochs"])):
+            for x, y in loader:
+                optimizer.zero_grad()
+                torch.nn.functional.nll_loss(model(x), y).backward()
+                optimizer.step()
+        return model, engine
+
+    def utility(self, point, data, rng):
+        import torch
+
+        model, _ = self.train(point, data, rng)
+        model.eval()
+        with torch.no_grad():
+            predicted = model(torch.as_tensor(data.x_test)).argmax(dim=1).numpy()
+        return float(np.mean(predicted == data.y_test))

@@ -1,0 +1,38 @@
+"""The `query` rule's body: ask a finished chain's front (bo.query), then train the suggestion R
+times with the problem's own oracles, so the prediction is checked against a real training."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+from ..problems.evaluate import evaluate, load_data
+from ..problems.problem import Problem
+from ..problems.tables import read_frame
+from ..seeds import rng
+from .propose import Settings
+from .query import FrontQuery
+
+log = logging.getLogger(__name__)
+
+
+def answer_and_train(problem: Problem, chain: str, kind: str, target: float, settings: Settings, repeats: int,
+                     seed: int, run: int) -> pd.DataFrame:
+    """One row: the question, the suggestion with its exact epsilon and predicted utility, the nearest
+    and best evaluated points, and the suggestion's evaluation (utility, its replications, failure).
+    With no feasible suggestion, the row has no hyperparameters and NaN utilities."""
+    data = load_data(problem)
+    query = FrontQuery(problem, read_frame(chain), data, settings, rng(seed, problem.name, "query", kind, target, run))
+    answer = query.for_epsilon(target) if kind == "eps" else query.for_utility(target)
+    row = answer.row()
+    log.info("%s %s: %s", problem.name, answer.question, row)
+    if answer.point is None:
+        return pd.DataFrame([{**row, "target": target, "utility": np.nan, "error": np.nan, "utility_min": np.nan,
+                              "utility_max": np.nan, "repeats": repeats, "failure": "no feasible suggestion"}])
+    method = f"query-{kind}{target:g}"
+    evaluated = evaluate(problem, pd.DataFrame([answer.point]), data, repeats, seed, method, run).iloc[0].to_dict()
+    keep = {k: v for k, v in evaluated.items() if k not in row or k == "epsilon"}
+    if not np.isnan(evaluated["epsilon"]) and evaluated["epsilon"] != row["epsilon"]:
+        raise AssertionError("the evaluation's epsilon differs from the query's: the privacy oracle is not deterministic")
+    return pd.DataFrame([{**row, **keep, "target": target}])

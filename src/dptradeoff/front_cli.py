@@ -1,0 +1,68 @@
+"""`dptradeoff front`: print a finished study's front, or ask it for hyperparameters (bo.query)."""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from . import UserError
+from .config import load
+from .problems import definition, resolve
+from .problems.evaluate import load_data
+from .problems.tables import read_frame
+
+GUARANTEE = ("epsilon: computed by the problem's privacy oracle at its delta (a guarantee, as far as the oracle is "
+             "correct); utility: a GP prediction, not a guarantee and not a measurement")
+
+
+def chain_evaluations(problem: str, run: int) -> str:
+    return f"results/dpareto/{problem}/bo/{run}/evaluations.parquet"
+
+
+def load_chain(config: dict, name: str, run: int):
+    """The problem (as the config defines it), its chain's evaluations and its prepared data."""
+    problem = resolve(name, definition(config, name), config["privacy"]["conversion"])
+    path = chain_evaluations(name, run)
+    if not os.path.exists(path):
+        raise UserError(f"{path} does not exist; run `snakemake --cores 2 {path}` (with the study's --configfile) first.")
+    return problem, read_frame(path), load_data(problem)
+
+
+def _format(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}" if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def _print_point(title: str, values: dict) -> None:
+    print(f"{title}: " + ", ".join(f"{k}={_format(v)}" for k, v in values.items()))
+
+
+def front(args) -> None:
+    from .bo.propose import Settings
+    from .bo.query import FrontQuery, front as pareto_front
+
+    config = load(args.configfile)
+    problem, evals, data = load_chain(config, args.problem, args.run)
+    if args.epsilon is None and args.utility is None:
+        table = pareto_front(problem, evals)
+        print(f"Pareto front of {problem.name} (DPareto chain run {args.run}, {len(evals)} evaluations; "
+              f"epsilon at delta={problem.delta:g}, {problem.utility} = mean of the measured replications):")
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        return
+    query = FrontQuery(problem, evals, data, Settings.from_config(config["dpareto"]), np.random.default_rng(args.seed))
+    answer = query.for_epsilon(args.epsilon) if args.epsilon is not None else query.for_utility(args.utility)
+    print(f"{problem.name}, {answer.question} (delta={problem.delta:g}); {GUARANTEE}.")
+    if answer.point is None:
+        print(f"No hyperparameters in the domain meet {answer.question} by the GP's prediction and the exact oracle "
+              f"({answer.exact_epsilons} exact epsilons computed).")
+    else:
+        _print_point("suggested", answer.point)
+        print(f"  epsilon {answer.epsilon:.4g} (exact); predicted {problem.utility} {answer.predicted_utility:.4f} "
+              f"+- {answer.predicted_sd:.4f} (GP, not a measurement)")
+        _print_point("nearest evaluated point", answer.nearest)
+    if answer.best_evaluated:
+        _print_point(f"best evaluated point with {answer.question} (measured)", answer.best_evaluated)
+    else:
+        print(f"No evaluated point meets {answer.question}.")

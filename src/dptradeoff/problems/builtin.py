@@ -1,0 +1,104 @@
+"""The built-in problems' oracles: DP-SGD/DP-Adam on linear models and MLPs (paper 001), bolt-on
+output perturbation (paper 000 §2.2) and the sparse vector technique (paper 000 Alg. 1)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..privacy import dpsgd, svt as svt_privacy
+from ..train import svt as svt_utility
+from ..train.hyper import DPSGDHyper
+from .oracle import Data, Oracle
+
+
+def _signed_labels(data: Data) -> Data:
+    return replace(data, y_train=2.0 * data.y_train - 1.0, y_test=2.0 * data.y_test - 1.0)
+
+
+@dataclass(frozen=True)
+class DPSGD(Oracle):
+    """DP-SGD / DP-Adam: fixed-size lots without replacement, replace-one, RDP accounting."""
+    optimizer: str                     # sgd or adam
+    conversion: str = "dp_accounting"  # RDP -> (epsilon, delta): dp_accounting's, or the classic one
+
+    def with_conversion(self, conversion: str) -> "DPSGD":
+        return replace(self, conversion=conversion)
+
+    def epsilon(self, point, *, n, delta):
+        return dpsgd.epsilon(n, point["lot_size"], point["epochs"], point["noise"], delta, self.conversion)
+
+    @staticmethod
+    def hyper(point) -> DPSGDHyper:
+        return DPSGDHyper(point["epochs"], point["lot_size"], point["learning_rate"], point["noise"], point["clip"])
+
+
+@dataclass(frozen=True)
+class LinearDPSGD(DPSGD):
+    """Logistic regression (loss `logistic`) or a linear SVM (`hinge`), labels +-1, all R
+    replications trained at once."""
+    loss: str = "logistic"
+
+    def prepare(self, data):
+        return _signed_labels(data)
+
+    def utilities(self, point, data, repeats, rng):
+        from ..train import linear  # numba: only the jobs that train pay for its import
+
+        w = linear.train(data.x_train, data.y_train, self.loss, self.optimizer, self.hyper(point), repeats, rng)
+        return linear.accuracy(w, data.x_test, data.y_test)
+
+
+@dataclass(frozen=True)
+class MLPDPSGD(DPSGD):
+    """paper 001's MLPs (`architecture` mlp1 or mlp2), trained with torch."""
+    architecture: str = "mlp1"
+
+    def utilities(self, point, data, repeats, rng):
+        from ..train import mlp  # torch takes seconds to import: only the MLP problems pay for it
+
+        seeds = rng.integers(0, 2**62, size=repeats)
+        hp = self.hyper(point)
+        return np.array([mlp.accuracy(mlp.train(data.x_train, data.y_train, self.architecture, self.optimizer, hp, int(s)),
+                                      data.x_test, data.y_test) for s in seeds])
+
+
+@dataclass(frozen=True)
+class BoltOnOutputPerturbation(Oracle):
+    """Projected SGD on normalised rows, then Gaussian noise; epsilon by the analytic Gaussian
+    mechanism. A job's points are trained together: projected SGD has no per-point hyperparameter
+    but gamma, and one vectorised pass over (point, replication) rows costs little more than one."""
+    trains_batches = True
+
+    def prepare(self, data):
+        from ..train import outpert
+
+        signed = _signed_labels(data)
+        return replace(signed, x_train=outpert.normalise(signed.x_train), x_test=outpert.normalise(signed.x_test))
+
+    def epsilon(self, point, *, n, delta):
+        from ..train import outpert
+
+        return outpert.epsilon(point["gamma"], point["sigma"], n, delta)
+
+    def utilities(self, point, data, repeats, rng):
+        return self.utilities_of_batch([point], data, repeats, rng)[0]
+
+    def utilities_of_batch(self, points, data, repeats, rng):
+        from ..train import outpert
+
+        w = outpert.train(data.x_train, data.y_train, np.repeat([p["gamma"] for p in points], repeats), rng)
+        return [outpert.accuracy(outpert.release(w[i * repeats:(i + 1) * repeats], p["sigma"], rng), data.x_test, data.y_test)
+                for i, p in enumerate(points)]
+
+
+@dataclass(frozen=True)
+class SparseVector(Oracle):
+    """SVT answering `bound` queries above threshold with Laplace scale b, on simulated queries (F1)."""
+    own_data = "none (simulated queries)"
+
+    def epsilon(self, point, *, n, delta):
+        return svt_privacy.epsilon(point["bound"], point["b"])
+
+    def utilities(self, point, data, repeats, rng):
+        return svt_utility.f1_scores(point["bound"], point["b"], repeats, rng)

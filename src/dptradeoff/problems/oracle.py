@@ -1,0 +1,73 @@
+"""The interface every problem's oracles implement, built-in or brought by a user.
+
+A problem's *privacy oracle* is epsilon at the problem's delta for a point (a dict of
+hyperparameters); its *utility oracle* is the utilities (accuracy, F1, ...: higher is better, in
+[0, 1]) of R independent replications of training at that point on the problem's data. An oracle
+is an object (an instance of a class, or a module) with
+
+    epsilon(point, *, n, delta) -> float        n: training rows after `prepare`, or None
+    utility(point, data, rng) -> float           one replication; rng: numpy Generator
+
+or, instead of `utility`, `utilities(point, data, repeats, rng) -> array of `repeats``. It may
+define `prepare(data) -> Data` (labels or features as its model needs them, a subsample: the n its
+epsilon sees is that of the prepared data). `Oracle` below supplies the defaults; subclassing it is
+optional.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Data:
+    """A dataset's train/test matrices (labels as stored: 0/1 for binary tasks, digits for MNIST)."""
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    source: str
+    source_label: str
+
+    @property
+    def n_train(self) -> int:
+        return len(self.y_train)
+
+
+class Oracle:
+    """Defaults for an oracle; a subclass defines `epsilon` and `utility` (or `utilities`)."""
+
+    # DP-SGD's RDP -> (epsilon, delta) rule, for oracles that have one (`privacy.conversion`).
+    conversion: str | None = None
+    # The points of one job are trained together from one Generator (see `utilities_of_batch`).
+    trains_batches = False
+    # What a problem without a dataset trains on, for the rows' data_source (figure footers).
+    own_data = "none: the oracle's own data"
+
+    def prepare(self, data: Data) -> Data:
+        return data
+
+    def with_conversion(self, conversion: str) -> "Oracle":
+        """This oracle with DP-SGD's RDP conversion set; oracles without one ignore it."""
+        return self
+
+    def epsilon(self, point: dict, *, n: int | None, delta: float) -> float:
+        raise NotImplementedError
+
+    def utility(self, point: dict, data: Data | None, rng: np.random.Generator) -> float:
+        raise NotImplementedError
+
+    def utilities(self, point: dict, data: Data | None, repeats: int, rng: np.random.Generator) -> np.ndarray:
+        return replicate(self.utility, point, data, repeats, rng)
+
+    def utilities_of_batch(self, points: list[dict], data: Data | None, repeats: int,
+                           rng: np.random.Generator) -> list[np.ndarray]:
+        """Every point's replications from one Generator (only where `trains_batches`)."""
+        raise NotImplementedError
+
+
+def replicate(utility, point: dict, data: Data | None, repeats: int, rng: np.random.Generator) -> np.ndarray:
+    """`repeats` independent replications of a one-replication utility, each from its own Generator."""
+    seeds = rng.integers(0, 2**62, size=repeats)
+    return np.array([float(utility(point, data, np.random.default_rng(int(s)))) for s in seeds])

@@ -1,0 +1,86 @@
+"""A problem: a hyperparameter domain (the BO search space, paper 001 Table 1), random-sampling
+distributions (paper 001 Tables 3-4, whose accept ranges can exceed Table 1: e.g. adult learning
+rates up to 0.1), delta, the dataset its oracles train on, R, and the oracles themselves (`oracle`).
+A point is valid when it lies in the hull of the domain and the accept ranges, with integers where
+the parameter is integer-valued."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from .. import UserError
+from .oracle import Oracle
+from .sampling import Sampler
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    low: float
+    high: float
+    integer: bool = False
+    log: bool = False          # searched (and sampled, where no distribution is given) on a log scale
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    dataset: str | None        # a dataset of the pipeline (results/data/<dataset>), or None
+    oracle: Oracle
+    domain: tuple[Param, ...]
+    samplers: dict[str, Sampler] = field(default_factory=dict)
+    delta: float = 1e-5
+    utility: str = "accuracy"  # what the utility oracle measures (axis labels)
+    default_repeats: int = 10  # R of the paper
+    description: str = ""
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.domain]
+
+    def bounds(self, name: str) -> tuple[float, float]:
+        """Valid range of a parameter: the hull of its domain and its random-sampling accept range."""
+        p = next(p for p in self.domain if p.name == name)
+        s = self.samplers.get(name)
+        return (min(p.low, s.low), max(p.high, s.high)) if s else (p.low, p.high)
+
+    def check(self, point: dict) -> dict:
+        """The point as typed values; a clear error if it is outside the problem's valid range."""
+        missing = [n for n in self.names if n not in point]
+        if missing:
+            raise UserError(f"Point for {self.name} lacks {missing}; a point needs {self.names}.")
+        out = {}
+        for p in self.domain:
+            v = float(point[p.name])
+            if p.integer:
+                if not (math.isfinite(v) and v == round(v)):
+                    raise UserError(f"{self.name}: {p.name} must be an integer, got {point[p.name]}; round it or fix the point.")
+                v = int(round(v))
+            low, high = self.bounds(p.name)
+            if not (low <= v <= high):
+                raise UserError(f"{self.name}: {p.name} = {point[p.name]} is outside its range [{low:g}, {high:g}]; choose a value inside it.")
+            out[p.name] = v
+        return out
+
+    def with_conversion(self, conversion: str) -> "Problem":
+        """The problem with DP-SGD's RDP -> (epsilon, delta) rule set (`privacy.conversion`)."""
+        return replace(self, oracle=self.oracle.with_conversion(conversion))
+
+    def restricted(self, overrides: dict[str, list[float]]) -> "Problem":
+        """The problem with some parameter ranges narrowed (domain and accept ranges alike), e.g. for
+        the default config's small budgets."""
+        unknown = set(overrides) - set(self.names)
+        if unknown:
+            raise UserError(f"{self.name} has no parameter(s) {sorted(unknown)}; its parameters are {self.names}.")
+        domain = []
+        samplers = dict(self.samplers)
+        for p in self.domain:
+            if p.name in overrides:
+                low, high = overrides[p.name]
+                if not (p.low <= low <= high <= max(p.high, self.bounds(p.name)[1])):
+                    raise UserError(f"{self.name}: the range override {p.name}: [{low}, {high}] must lie inside [{p.low}, {p.high}].")
+                p = replace(p, low=low, high=high)
+                if p.name in samplers:
+                    samplers[p.name] = replace(samplers[p.name], low=max(low, samplers[p.name].low), high=min(high, samplers[p.name].high))
+            domain.append(p)
+        return replace(self, domain=tuple(domain), samplers=samplers)

@@ -1,0 +1,176 @@
+"""Problems of your own, defined in the config: an importable oracle object and its domain.
+
+    problems:
+      my-model:
+        oracle: examples/opacus_cnn.py:OpacusCNN   # or package.module:Name, or a module/file alone
+        options: {train_rows: 2000}                 # keyword arguments, where Name is a class
+        dataset: mnist                              # a dataset of the pipeline, or omit it
+        delta: 1.0e-5
+        utility: accuracy
+        repeats: 3
+        domain:
+          epochs: {low: 1, high: 3, integer: true}
+          noise: {low: 0.5, high: 4, log: true}
+        sampling:                                   # optional; else uniform (log-uniform where log)
+          noise: {kind: log_uniform, low: 0.5, high: 4}
+
+Every mistake in such an entry is a UserError naming the key and the fix (`oracle.py` says what
+an oracle must define).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import math
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import UserError
+from .oracle import Data, Oracle, replicate
+from .problem import Param, Problem
+from .sampling import sampler_from_config
+
+# Relative oracle files are looked up in the working directory, then here (where the Snakefile is).
+PROJECT_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+ENTRY_KEYS = {"oracle", "options", "dataset", "delta", "utility", "domain", "sampling", "description", "repeats",
+              "grids", "ranges", "queries"}
+PARAM_KEYS = {"low", "high", "integer", "log"}
+
+
+def load_object(spec: str, where: str) -> Any:
+    """The object `spec` names: `package.module:Name`, `path/to/file.py:Name`, or a module or file
+    alone (its functions are then the oracle). Files are imported once per process."""
+    target, _, attribute = spec.partition(":")
+    try:
+        if target.endswith(".py"):
+            candidates = [os.path.abspath(target), os.path.join(PROJECT_ROOT, target)]
+            path = next((c for c in candidates if os.path.isfile(c)), None)
+            if path is None:
+                raise UserError(f"{where} names the file {target}, which is in neither the directory Snakemake runs in "
+                                f"nor the project's ({PROJECT_ROOT}); fix the path.")
+            name = f"dptradeoff_user_{os.path.splitext(os.path.basename(path))[0]}_{hashlib.sha1(path.encode()).hexdigest()[:8]}"
+            module = sys.modules.get(name)
+            if module is None:
+                loader_spec = importlib.util.spec_from_file_location(name, path)
+                module = importlib.util.module_from_spec(loader_spec)
+                sys.modules[name] = module
+                try:
+                    loader_spec.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[name]
+                    raise
+        else:
+            module = importlib.import_module(target)
+    except UserError:
+        raise
+    except Exception as exc:
+        raise UserError(f"{where}: importing {target} failed ({type(exc).__name__}: {exc}); fix the module or its "
+                        f"name.") from None
+    if not attribute:
+        return module
+    if not hasattr(module, attribute):
+        raise UserError(f"{where}: {target} has no {attribute!r}; name an object it defines.")
+    return getattr(module, attribute)
+
+
+@dataclass(frozen=True, eq=False)
+class UserOracle(Oracle):
+    """A user's oracle object behind the `Oracle` interface (missing pieces filled by its defaults)."""
+    spec: str
+    target: Any
+
+    def prepare(self, data: Data) -> Data:
+        prepare = getattr(self.target, "prepare", None)
+        return prepare(data) if prepare else data
+
+    def epsilon(self, point, *, n, delta):
+        return self.target.epsilon(point, n=n, delta=delta)
+
+    def utilities(self, point, data, repeats, rng):
+        if hasattr(self.target, "utilities"):
+            return np.asarray(self.target.utilities(point, data, repeats, rng), dtype=float)
+        return replicate(self.target.utility, point, data, repeats, rng)
+
+
+def _oracle(name: str, entry: dict) -> UserOracle:
+    where = f"problems.{name}.oracle"
+    spec = entry["oracle"]
+    if not isinstance(spec, str) or not spec:
+        raise UserError(f"{where} must be a string such as package.module:Name or path/to/file.py:Name; fix it.")
+    target = load_object(spec, where)
+    options = entry.get("options") or {}
+    if not isinstance(options, dict):
+        raise UserError(f"problems.{name}.options must be a mapping of keyword arguments; fix it.")
+    if inspect.isclass(target):
+        try:
+            target = target(**options)
+        except TypeError as exc:
+            raise UserError(f"problems.{name}: {spec}({', '.join(options)}) failed ({exc}); make problems.{name}.options "
+                            f"match its constructor.") from None
+    elif options:
+        raise UserError(f"problems.{name}.options are keyword arguments for a class, but {spec} is not a class; remove them.")
+    if not callable(getattr(target, "epsilon", None)):
+        raise UserError(f"{where}: {spec} has no epsilon(point, *, n, delta) method; define it (README, "
+                        f"'Characterise your own algorithm').")
+    if not (callable(getattr(target, "utility", None)) or callable(getattr(target, "utilities", None))):
+        raise UserError(f"{where}: {spec} has neither utility(point, data, rng) nor utilities(point, data, repeats, "
+                        f"rng); define one (README, 'Characterise your own algorithm').")
+    return UserOracle(spec, target)
+
+
+def _number(where: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise UserError(f"{where} is {value!r}; give a finite number.")
+    return float(value)
+
+
+def _param(name: str, pname: str, entry) -> Param:
+    where = f"problems.{name}.domain.{pname}"
+    if not isinstance(entry, dict) or set(entry) - PARAM_KEYS or not {"low", "high"} <= set(entry):
+        raise UserError(f"{where} must be a mapping with low and high (and optionally integer, log), got {entry!r}; fix it.")
+    low, high = _number(f"{where}.low", entry["low"]), _number(f"{where}.high", entry["high"])
+    integer, log = bool(entry.get("integer", False)), bool(entry.get("log", False))
+    if not low < high:
+        raise UserError(f"{where} has low = {entry['low']} >= high = {entry['high']}; make low < high.")
+    if integer and not (low == round(low) and high == round(high)):
+        raise UserError(f"{where} is an integer parameter with bounds {entry['low']}, {entry['high']}; give integer bounds.")
+    if log and low <= 0:
+        raise UserError(f"{where} is searched on a log scale but low = {entry['low']}; give a positive low or drop log.")
+    return Param(pname, low, high, integer=integer, log=log)
+
+
+def user_problem(name: str, entry: dict) -> Problem:
+    """The problem a config entry defines (every check raises a UserError naming the key)."""
+    unknown = sorted(set(entry) - ENTRY_KEYS)
+    if unknown:
+        raise UserError(f"problems.{name} has unknown key(s) {unknown}; use {', '.join(sorted(ENTRY_KEYS))}.")
+    if entry.get("ranges"):
+        raise UserError(f"problems.{name}.ranges narrows a built-in problem's domain; edit problems.{name}.domain instead.")
+    domain_entry = entry.get("domain")
+    if not isinstance(domain_entry, dict) or not domain_entry:
+        raise UserError(f"problems.{name}.domain is missing or empty; give each hyperparameter's low and high.")
+    domain = tuple(_param(name, pname, spec) for pname, spec in domain_entry.items())
+    sampling = entry.get("sampling") or {}
+    stray = sorted(set(sampling) - set(domain_entry))
+    if stray:
+        raise UserError(f"problems.{name}.sampling names {stray}, which are not in its domain; fix the names.")
+    samplers = {pname: sampler_from_config(f"problems.{name}.sampling.{pname}", spec) for pname, spec in sampling.items()}
+    dataset = entry.get("dataset")
+    if dataset is not None:
+        from ..data.build import SPLIT_OUTPUTS
+
+        if dataset not in SPLIT_OUTPUTS:
+            raise UserError(f"problems.{name}.dataset is {dataset!r}; use one of {', '.join(sorted(SPLIT_OUTPUTS))}, "
+                            f"or omit it and let the oracle load its own data.")
+    delta = _number(f"problems.{name}.delta", entry.get("delta", 1e-5))
+    if not 0 <= delta < 1:
+        raise UserError(f"problems.{name}.delta is {delta}; give a delta in [0, 1).")
+    return Problem(name=name, dataset=dataset, oracle=_oracle(name, entry), domain=domain, samplers=samplers,
+                   delta=delta, utility=str(entry.get("utility", "accuracy")), default_repeats=1,
+                   description=str(entry.get("description", entry["oracle"])))

@@ -1,0 +1,112 @@
+"""A problem of your own through the real workflow: random sampling, a DPareto chain with a failing
+point, the front query trained, the per-problem figure and table, and `dptradeoff front`."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dptradeoff.problems.tables import read_frame
+from dptradeoff.stats.tables import read
+
+HERE = Path(__file__).parent
+MODULE = str(HERE / "user_problems" / "gaussian_mean.py")
+DOMAIN = {"sigma": {"low": 0.001, "high": 1.0, "log": True}, "clip": {"low": 0.1, "high": 1.0}}
+CONFIG = {
+    "studies": ["dpareto"],
+    "dpareto": {"problems": ["gaussian-mean", "flaky"], "initial_points": 6, "iterations": 6, "candidates": 300,
+                "gp_restarts": 1, "gp_refit_every": 1},
+    "problems": {
+        "gaussian-mean": {"oracle": MODULE, "delta": 1e-6, "utility": "closeness", "repeats": 2, "domain": DOMAIN,
+                          "queries": {"epsilon": [1.0], "utility": [0.5]}},
+        "flaky": {"oracle": f"{MODULE}:Flaky", "options": {"fail_above": 0.6}, "delta": 1e-6, "repeats": 2,
+                  "domain": DOMAIN, "sampling": {"clip": {"kind": "uniform", "low": 0.1, "high": 1.0}}},
+    },
+    "random_sampling": {"points": 10, "points_per_job": 5, "uniform": False},
+}
+
+
+def _front_cli(work: Path, config: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dptradeoff", "front", f"--configfile={config}", *args], cwd=work,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_a_problem_of_your_own_runs_through_random_dpareto_and_the_front_query(run_snakemake, tmp_path):
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    work = tmp_path / "work"
+    done = run_snakemake(work, "all", "--cores", "2", f"--configfile={config}", timeout=1500)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+
+    chain = read_frame(str(work / "results/dpareto/flaky/bo/0/evaluations.parquet"))
+    assert len(chain) == 12                                    # 6 initial + 6 BO, though points failed
+    random = read_frame(str(work / "results/dpareto/flaky/random/0/evaluations.parquet"))
+    failed = random[random["failure"].notna()]
+    assert len(failed) and (failed["clip"] > 0.6).all() and failed["utility"].isna().all()
+    assert failed["failure"].str.startswith("FloatingPointError: training diverged").all()
+
+    answer = read_frame(str(work / "results/dpareto/gaussian-mean/query/eps1.parquet")).iloc[0]
+    assert answer["question"] == "epsilon <= 1" and answer["epsilon"] <= 1.0
+    assert 0 <= answer["predicted_utility"] <= 1 and answer["predicted_sd"] >= 0      # the GP's prediction
+    assert len(answer["utility_runs"]) == 2 and 0 <= answer["utility"] <= 1             # the realised training
+    assert answer["nearest_epsilon"] > 0 and answer["exact_epsilons"] >= 1
+    assert read_frame(str(work / "results/dpareto/gaussian-mean/query/utility0.5.parquet"))["question"].iloc[0] == "utility >= 0.5"
+    for problem in ("gaussian-mean", "flaky"):
+        assert (work / f"figures/front-{problem}.pdf").read_bytes().startswith(b"%PDF")
+    table = read(str(work / "tables/front-gaussian-mean.csv"))
+    assert {"front", "query: epsilon <= 1", "query: utility >= 0.5"} <= set(table["kind"])
+    assert (work / "tables/overhead.csv").exists() and (work / "figures/fig5.pdf").exists()
+    assert not (work / "tables/table2.csv").exists()           # no paper problem in this study
+
+    listed = _front_cli(work, config, "--problem", "gaussian-mean")
+    assert listed.returncode == 0, listed.stderr
+    assert "Pareto front of gaussian-mean" in listed.stdout and "sigma" in listed.stdout
+    asked = _front_cli(work, config, "--problem", "gaussian-mean", "--epsilon", "0.5")
+    assert asked.returncode == 0, asked.stderr
+    assert "suggested: clip=" in asked.stdout and "(exact)" in asked.stdout and "not a measurement" in asked.stdout
+    missing = _front_cli(work, config, "--problem", "flaky", "--run", "3")
+    assert missing.returncode == 2 and "results/dpareto/flaky/bo/3/evaluations.parquet does not exist" in missing.stderr
+
+
+def test_a_bad_problem_entry_stops_the_workflow_with_one_sentence(run_snakemake, tmp_path):
+    bad = {**CONFIG, "problems": {"mine": {"oracle": f"{MODULE}:NoEpsilon", "domain": DOMAIN}},
+           "dpareto": {"problems": ["mine"]}}
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml.safe_dump(bad))
+    done = run_snakemake(tmp_path / "work", "-n", f"--configfile={config}")
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "problems.mine.oracle: " in output and "has no epsilon(point, *, n, delta) method" in output
+    assert "Traceback" not in output
+    unknown = {**CONFIG, "dpareto": {"problems": ["nobody"]}, "problems": {}}
+    config.write_text(yaml.safe_dump(unknown))
+    done = run_snakemake(tmp_path / "work", "-n", f"--configfile={config}")
+    assert done.returncode != 0 and "dpareto.problems names 'nobody'" in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_the_opacus_example_config_runs_at_a_smaller_scale(run_snakemake, tmp_path):
+    """config/examples/opacus-cnn.yaml as shipped (its oracle file found in the project), with smaller
+    budgets merged over it: random sampling, the chain, the query trained, the front figure."""
+    smaller = {
+        "dpareto": {"initial_points": 3, "iterations": 2, "candidates": 200, "gp_restarts": 1},
+        "problems": {"opacus-cnn": {"options": {"train_rows": 64, "test_rows": 64}, "queries": {"epsilon": [3.0]},
+                                    "domain": {"epochs": {"low": 1, "high": 2, "integer": True}}}},
+        "random_sampling": {"points": 4, "points_per_job": 2},
+    }
+    override = tmp_path / "smaller.yaml"
+    override.write_text(yaml.safe_dump(smaller))
+    example = Path(__file__).parent.parent / "config/examples/opacus-cnn.yaml"
+    work = tmp_path / "work"
+    done = run_snakemake(work, "all", "--cores", "2", "--configfile", str(example), str(override), timeout=1500)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    chain = read_frame(str(work / "results/dpareto/opacus-cnn/bo/0/evaluations.parquet"))
+    assert len(chain) == 5 and chain["failure"].isna().all() and chain["utility"].between(0, 1).all()
+    assert (chain["source_label"].str.contains("embedded")).all()
+    answer = read_frame(str(work / "results/dpareto/opacus-cnn/query/eps3.parquet")).iloc[0]
+    assert answer["epsilon"] <= 3.0 and 0 <= answer["utility"] <= 1 and 0 <= answer["predicted_utility"] <= 1
+    assert (work / "figures/front-opacus-cnn.pdf").read_bytes().startswith(b"%PDF")

@@ -1,0 +1,145 @@
+"""Problems of your own: config entries, their errors, failing points, and the Opacus example's accounting."""
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dptradeoff import UserError
+from dptradeoff.baselines.random_search import sample
+from dptradeoff.privacy import gaussian
+from dptradeoff.problems import Problem, resolve, succeeded
+from dptradeoff.problems import evaluate as evaluate_module
+from dptradeoff.problems.evaluate import evaluate
+
+HERE = Path(__file__).parent
+MODULE = str(HERE / "user_problems" / "gaussian_mean.py")
+DOMAIN = {"sigma": {"low": 0.001, "high": 1.0, "log": True}, "clip": {"low": 0.1, "high": 1.0}}
+
+
+def entry(**changes):
+    return {"oracle": MODULE, "delta": 1e-6, "utility": "closeness", "domain": DOMAIN, **changes}
+
+
+def test_a_module_of_two_functions_is_a_problem():
+    problem = resolve("gaussian-mean", entry())
+    assert problem.names == ["sigma", "clip"] and problem.delta == 1e-6 and problem.dataset is None
+    point = {"sigma": 0.01, "clip": 0.5}
+    assert evaluate_module.epsilon(problem, point, None) == gaussian.epsilon(0.01, 0.5 / 1000, 1e-6)
+    rows = evaluate(problem, pd.DataFrame([point]), None, repeats=4, config_seed=1, method="random", run=0)
+    assert len(rows["utility_runs"].iloc[0]) == 4 and 0 < rows["utility"].iloc[0] <= 1
+    assert rows["failure"].isna().all() and rows["source_label"].iloc[0] == "gaussian-mean: none: the oracle's own data"
+
+
+def test_a_class_takes_its_options_and_sampling_distributions_apply():
+    problem = resolve("flaky", entry(oracle=f"{MODULE}:Flaky", options={"fail_above": 0.5},
+                                     sampling={"clip": {"kind": "uniform", "low": 0.2, "high": 0.3}}))
+    assert problem.oracle.target.fail_above == 0.5
+    points = sample(problem, 200, np.random.default_rng(0))
+    assert points["clip"].between(0.2, 0.3).all()
+    assert np.log(points["sigma"]).std() > 1.0      # log-uniform over [0.001, 1]: no distribution given
+
+
+def test_an_importable_package_object_is_an_oracle():
+    sys.path.insert(0, str(HERE / "user_problems"))
+    try:
+        problem = resolve("flaky", entry(oracle="gaussian_mean:Flaky"))
+    finally:
+        sys.path.remove(str(HERE / "user_problems"))
+    assert problem.oracle.spec == "gaussian_mean:Flaky"
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"oracle": "no_such_module_xyz:Thing"}, r"problems\.p\.oracle: importing no_such_module_xyz failed \(ModuleNotFoundError"),
+    ({"oracle": "missing/file.py:Thing"}, r"problems\.p\.oracle names the file missing/file\.py, which is in neither"),
+    ({"oracle": f"{MODULE}:Nothing"}, r"has no 'Nothing'; name an object it defines"),
+    ({"oracle": f"{MODULE}:NoEpsilon"}, r"has no epsilon\(point, \*, n, delta\) method"),
+    ({"oracle": f"{MODULE}:Flaky", "options": {"bogus": 1}}, r"make problems\.p\.options match its constructor"),
+    ({"domain": {}}, r"problems\.p\.domain is missing or empty"),
+    ({"domain": {"sigma": {"low": 2, "high": 1}}}, r"problems\.p\.domain\.sigma has low = 2 >= high = 1"),
+    ({"domain": {"sigma": {"low": 0, "high": 1, "log": True}}}, r"problems\.p\.domain\.sigma is searched on a log scale"),
+    ({"domain": {"k": {"low": 0.5, "high": 3, "integer": True}}}, r"problems\.p\.domain\.k is an integer parameter"),
+    ({"sampling": {"clip": {"kind": "gamma", "low": 0.1, "high": 1}}}, r"problems\.p\.sampling\.clip\.kind is 'gamma'"),
+    ({"sampling": {"nope": {"kind": "uniform", "low": 0.1, "high": 1}}}, r"problems\.p\.sampling names \['nope'\]"),
+    ({"dataset": "cifar"}, r"problems\.p\.dataset is 'cifar'"),
+    ({"ranges": {"clip": [0.1, 0.2]}}, r"edit problems\.p\.domain instead"),
+])
+def test_bad_entries_stop_with_one_sentence_naming_the_key(changes, message):
+    with pytest.raises(UserError, match=message) as caught:
+        resolve("p", entry(**changes))
+    assert str(caught.value).count("\n") == 0
+
+
+@pytest.mark.parametrize("oracle, message", [
+    ("NaNEpsilon", r"returned epsilon nan .* an epsilon must be a number >= 0"),
+    ("NegativeEpsilon", r"returned epsilon -1\.0 .* an epsilon must be a number >= 0"),
+    ("UtilityAboveOne", r"returned \[1\.5, 1\.5\] .* 2 utilities in \[0, 1\]"),
+])
+def test_an_oracle_returning_no_privacy_or_utility_value_stops_the_run(oracle, message):
+    problem = resolve("p", entry(oracle=f"{MODULE}:{oracle}"))
+    with pytest.raises(UserError, match=message):
+        evaluate(problem, pd.DataFrame([{"sigma": 0.1, "clip": 0.5}]), None, 2, 0, "random", 0)
+
+
+def test_an_oracle_raising_for_one_point_records_that_point_as_failed_and_goes_on():
+    problem = resolve("flaky", entry(oracle=f"{MODULE}:Flaky", options={"fail_above": 0.5}))
+    points = pd.DataFrame([{"sigma": 0.1, "clip": 0.4}, {"sigma": 0.1, "clip": 0.9}, {"sigma": 0.2, "clip": 0.3}])
+    rows = evaluate(problem, points, None, 3, 0, "random", 0)
+    failed = rows.iloc[1]
+    assert failed["failure"] == "FloatingPointError: training diverged at clip 0.9"
+    assert math.isnan(failed["utility"]) and math.isnan(failed["error"]) and len(failed["utility_runs"]) == 0
+    assert failed["epsilon"] == gaussian.epsilon(0.1, 0.9 / 1000, 1e-6)     # privacy was computed
+    assert rows.drop(index=1)["failure"].isna().all() and rows.drop(index=1)["utility"].between(0, 1).all()
+    assert succeeded(rows)["index"].tolist() == [0, 2]
+
+
+def test_evaluate_knows_no_algorithm_by_name():
+    """The oracles come from the problem: no branch on a model or problem name in evaluate.py."""
+    source = inspect.getsource(evaluate_module)
+    assert "model" not in source and not any(name in source for name in ("logreg", "svm", "mlp", "outpert", "svt"))
+    assert "model" not in Problem.__dataclass_fields__
+
+
+# -- the Opacus example ------------------------------------------------------------------------
+sys.path.insert(0, str(HERE.parent / "examples"))
+import opacus_cnn  # noqa: E402
+
+
+def _mnist_like(n_train: int, n_test: int):
+    from dptradeoff.problems import Data
+
+    rng = np.random.default_rng(0)
+    x = rng.random((n_train + n_test, 784)).astype(np.float32)
+    y = rng.integers(0, 10, n_train + n_test).astype(np.int8)
+    return Data(x[:n_train], y[:n_train], x[n_train:], y[n_train:], "synthetic", "synthetic")
+
+
+@pytest.mark.parametrize("n, lot, epochs", [(60, 16, 1), (49, 7, 2)])
+def test_the_opacus_example_accounts_for_the_sampling_opacus_performs(n, lot, epochs):
+    """After a real Opacus training, its accountant's history (sampling rate, steps, noise) is what the
+    example's privacy oracle accounts for, and Opacus's own RDP epsilon agrees with dp_accounting's."""
+    oracle = opacus_cnn.OpacusCNN(train_rows=n, test_rows=10)
+    data = oracle.prepare(_mnist_like(n + 5, 20))
+    point = {"epochs": epochs, "lot_size": lot, "learning_rate": 0.1, "noise": 1.3, "clip": 1.0}
+    _, engine = oracle.train(point, data, np.random.default_rng(0))
+    rate, steps = opacus_cnn.poisson_schedule(data.n_train, lot, epochs)
+    assert engine.accountant.history == [(1.3, rate, steps)]
+    ours = oracle.epsilon(point, n=data.n_train, delta=1e-5)
+    assert engine.get_epsilon(1e-5) == pytest.approx(ours, rel=0.02)
+
+
+def test_the_opacus_example_keeps_a_fixed_subsample_and_trains():
+    oracle = opacus_cnn.OpacusCNN(train_rows=40, test_rows=10)
+    raw = _mnist_like(100, 30)
+    data = oracle.prepare(raw)
+    assert data.x_train.shape == (40, 1, 28, 28) and data.n_train == 40 and data.x_test.shape == (10, 1, 28, 28)
+    assert np.array_equal(oracle.prepare(raw).y_train, data.y_train)          # the same rows every time
+    value = oracle.utility({"epochs": 1, "lot_size": 8, "learning_rate": 0.1, "noise": 1.0, "clip": 1.0}, data,
+                           np.random.default_rng(1))
+    assert 0.0 <= value <= 1.0

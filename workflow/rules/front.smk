@@ -1,0 +1,47 @@
+# Asking a finished study's front (README, "Characterise your own algorithm"): per problem, the
+# answers to its configured queries (problems.<name>.queries), each suggestion trained R times, and
+# a figure and table of the front with the answers.
+
+
+rule query:
+    input:
+        chain=lambda wildcards: chain_files(wildcards.problem)["evaluations"],
+        data=lambda wildcards: problem_data(wildcards.problem),
+    output:
+        "results/dpareto/{problem}/query/{kind}{target}.parquet",
+    wildcard_constraints:
+        kind="eps|utility",
+        target=r"\d+(\.\d+)?(e-?\d+)?",
+    params:
+        problem=lambda wildcards: problem_definition(wildcards.problem),
+        conversion=RDP_CONVERSION,
+        settings=lambda wildcards: bo_settings(),
+        repeats=lambda wildcards: problem_repeats(wildcards.problem),
+        seed=config["seed"],
+    threads: 1
+    log:
+        "logs/dpareto/{problem}/query/{kind}{target}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/query.py"
+
+
+rule front_report:
+    input:
+        unpack(front_inputs),
+    output:
+        figure=report("figures/front-{problem}.pdf", caption="../report/front.rst", category="Fronts",
+                      subcategory="{problem}"),
+        csv=report("tables/front-{problem}.csv", caption="../report/front.rst", category="Fronts", subcategory="{problem}"),
+        md="tables/front-{problem}.md",
+    params:
+        problem=lambda wildcards: problem_definition(wildcards.problem),
+        methods=sampling_methods() + ["bo"],
+        config_label=config_label(),
+    log:
+        "logs/figures/front-{problem}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/front_report.py"
