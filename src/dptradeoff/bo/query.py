@@ -39,7 +39,7 @@ class Answer:
     point: dict | None          # None: no candidate met the constraint
     epsilon: float = math.nan   # exact, from the problem's privacy oracle
     predicted_utility: float = math.nan
-    predicted_sd: float = math.nan  # sd of the GP's latent mean, mapped to utility (observation noise excluded)
+    predicted_sd: float = math.nan  # sd of a new measurement's utility by the GP (latent + observation noise)
     nearest: dict = field(default_factory=dict)         # the evaluated point nearest the suggestion
     best_evaluated: dict = field(default_factory=dict)  # the evaluated point that best meets the constraint
     exact_epsilons: int = 0     # how many times the privacy oracle ran
@@ -103,9 +103,12 @@ class FrontQuery:
         return self._epsilons[key]
 
     def predict(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Predicted utility mean, its sd, and the privacy GP's latent mean, at hyperparameter points."""
+        """The mean and sd of a new measurement's utility (the GP's latent uncertainty plus its learned
+        observation noise: what a training of the point is compared with), and the privacy GP's latent
+        mean, at hyperparameter points."""
         mean, var = self.surrogates.predict(self.scaler.to_unit(points))
-        utility, sd = utility_moments(mean[:, 1], var[:, 1])
+        gp = self.surrogates.utility
+        utility, sd = utility_moments(mean[:, 1], var[:, 1] + gp.y_std**2 * gp.noise)
         return utility, sd, mean[:, 0]
 
     def _candidates(self) -> np.ndarray:

@@ -13,6 +13,10 @@ from .common import front_line, save
 METHOD_STYLES = {"random": ("0.6", "random sampling"), "uniform": ("0.8", "uniform random"), "bo": ("C0", "DPareto")}
 
 
+def _trainings(count: int) -> str:
+    return f"{count} training{'s' if count != 1 else ''}"
+
+
 def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame], queries: list[pd.DataFrame],
                  out: str, config: str) -> None:
     fig, ax = plt.subplots(figsize=(6.5, 4.8))
@@ -32,7 +36,7 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
                     mfc="white", color=color, capsize=3, label=f"{row['question']}: GP prediction ± sd")
         ax.errorbar([row["epsilon"]], [row["error"]],
                     yerr=[[row["utility_max"] - row["utility"]], [row["utility"] - row["utility_min"]]], fmt="s",
-                    color=color, capsize=3, label=f"{row['question']}: realised ({int(row['repeats'])} trainings, min-max)")
+                    color=color, capsize=3, label=f"{row['question']}: realised ({_trainings(int(row['repeats']))}, min-max)")
         if row["question"].startswith("epsilon"):
             ax.axvline(float(row["target"]), color=color, ls=":", lw=1)
         else:
