@@ -12,8 +12,12 @@ The pipeline needs two things from a DP algorithm (see dptradeoff/problems/oracl
 * `utility(point, data, rng)`: one training at the point, its test accuracy.
 
 `prepare` keeps `train_rows` training and `test_rows` test rows, chosen by a fixed permutation (the
-choice depends on the row counts only, never on the data, so the other rows are simply unused and
-n is the number of rows trained on), and reshapes the pixels into 1x28x28 images.
+choice depends on the row counts only, never on the data), and reshapes the pixels into 1x28x28
+images. The guarantee is about the rows trained on (n of them): the private dataset is that
+subsample, the other rows are never used.
+
+An experiment, not a release: Opacus's secure_mode is off and every seed is recorded, so the noise
+can be reproduced from the outputs. Retrain with secure_mode=True before releasing a model.
 Config: config/examples/opacus-cnn.yaml.
 """
 from __future__ import annotations
@@ -63,6 +67,8 @@ def poisson_schedule(n: int, lot_size: int, epochs: int) -> tuple[float, int]:
 
 
 class OpacusCNN:
+    neighbouring = "add/remove-one (Opacus's relation)"   # recorded in every evaluation row
+
     def __init__(self, train_rows: int | None = None, test_rows: int | None = None):
         self.train_rows, self.test_rows = train_rows, test_rows
 
@@ -79,7 +85,7 @@ class OpacusCNN:
     def epsilon(self, point, *, n, delta):
         import dp_accounting
 
-        rate, steps = poisson_schedule(n, point["lot_size"], point["epochs"])
+        rate, steps = poisson_schedule(n, int(point["lot_size"]), int(point["epochs"]))   # as `train` uses them
         event = dp_accounting.SelfComposedDpEvent(
             dp_accounting.PoissonSampledDpEvent(rate, dp_accounting.GaussianDpEvent(point["noise"])), steps)
         accountant = dp_accounting.rdp.RdpAccountant()   # add/remove-one neighbours, as Opacus
@@ -90,17 +96,18 @@ class OpacusCNN:
         import torch
         from opacus import PrivacyEngine
 
-        warnings.filterwarnings("ignore", module="opacus")   # its secure-RNG advice, once per training
         torch.manual_seed(int(rng.integers(2**62)))
         dataset = torch.utils.data.TensorDataset(torch.as_tensor(data.x_train), torch.as_tensor(data.y_train))
         loader = torch.utils.data.DataLoader(dataset, batch_size=int(point["lot_size"]))
         model = network()
         optimizer = torch.optim.SGD(model.parameters(), lr=point["learning_rate"])
         engine = PrivacyEngine(accountant="rdp")
-        model, optimizer, loader = engine.make_private(
-            module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=point["noise"],
-            max_grad_norm=point["clip"], poisson_sampling=True,
-            noise_generator=torch.Generator().manual_seed(int(rng.integers(2**62))))
+        with warnings.catch_warnings():   # only its advice to turn secure_mode on (see the module docstring)
+            warnings.filterwarnings("ignore", message="Secure RNG turned off")
+            model, optimizer, loader = engine.make_private(
+                module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=point["noise"],
+                max_grad_norm=point["clip"], poisson_sampling=True,
+                noise_generator=torch.Generator().manual_seed(int(rng.integers(2**62))))
         model.train()
         for _ in range(int(point["epochs"])):
             for x, y in loader:

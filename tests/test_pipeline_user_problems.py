@@ -47,7 +47,7 @@ def test_a_problem_of_your_own_runs_through_random_dpareto_and_the_front_query(r
     random = read_frame(str(work / "results/dpareto/flaky/random/0/evaluations.parquet"))
     failed = random[random["failure"].notna()]
     assert len(failed) and (failed["clip"] > 0.6).all() and failed["utility"].isna().all()
-    assert failed["failure"].str.startswith("FloatingPointError: training diverged").all()
+    assert failed["failure"].str.startswith("utility oracle: FloatingPointError: training diverged").all()
 
     answer = read_frame(str(work / "results/dpareto/gaussian-mean/query/eps1.parquet")).iloc[0]
     assert answer["question"] == "epsilon <= 1" and answer["epsilon"] <= 1.0

@@ -92,11 +92,33 @@ def test_an_oracle_raising_for_one_point_records_that_point_as_failed_and_goes_o
     points = pd.DataFrame([{"sigma": 0.1, "clip": 0.4}, {"sigma": 0.1, "clip": 0.9}, {"sigma": 0.2, "clip": 0.3}])
     rows = evaluate(problem, points, None, 3, 0, "random", 0)
     failed = rows.iloc[1]
-    assert failed["failure"] == "FloatingPointError: training diverged at clip 0.9"
+    assert failed["failure"] == "utility oracle: FloatingPointError: training diverged at clip 0.9"
     assert math.isnan(failed["utility"]) and math.isnan(failed["error"]) and len(failed["utility_runs"]) == 0
     assert failed["epsilon"] == gaussian.epsilon(0.1, 0.9 / 1000, 1e-6)     # privacy was computed
     assert rows.drop(index=1)["failure"].isna().all() and rows.drop(index=1)["utility"].between(0, 1).all()
     assert succeeded(rows)["index"].tolist() == [0, 2]
+
+
+def test_a_privacy_oracle_raising_fails_the_point_without_training_it():
+    problem = resolve("acct", entry(oracle=f"{MODULE}:AccountingFails", options={"fail_above": 0.5}))
+    cls = type(problem.oracle.target)
+    before = cls.trained
+    rows = evaluate(problem, pd.DataFrame([{"sigma": 0.1, "clip": 0.4}, {"sigma": 0.1, "clip": 0.8}]), None, 2, 0,
+                    "random", 0)
+    assert rows["failure"].tolist() == [None, "privacy oracle: OverflowError: RDP overflow"]
+    assert math.isnan(rows["epsilon"].iloc[1]) and math.isnan(rows["utility"].iloc[1])
+    assert cls.trained - before == 2          # only the first point's two replications were trained
+
+
+def test_every_row_states_the_neighbouring_relation_of_its_epsilon():
+    from dptradeoff.problems import PROBLEMS
+
+    assert PROBLEMS["adult-logreg-sgd"].oracle.neighbouring == "replace-one"
+    assert PROBLEMS["adult-logreg-outpert"].oracle.neighbouring == "replace-one"
+    rows = evaluate(resolve("m", entry()), pd.DataFrame([{"sigma": 0.1, "clip": 0.4}]), None, 1, 0, "random", 0)
+    assert rows["neighbouring"].iloc[0] == "not stated by the oracle"
+    assert resolve("cnn", entry(oracle=str(HERE.parent / "examples/opacus_cnn.py") + ":OpacusCNN")).oracle.neighbouring \
+        == "add/remove-one (Opacus's relation)"
 
 
 def test_evaluate_knows_no_algorithm_by_name():

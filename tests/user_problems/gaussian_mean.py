@@ -56,3 +56,17 @@ class UtilityAboveOne(Flaky):
 class NoEpsilon:
     def utility(self, point, data, rng):
         return 0.5
+
+
+class AccountingFails(Flaky):
+    """A privacy oracle that cannot account for large clips."""
+    trained = 0
+
+    def epsilon(self, point, *, n, delta):
+        if point["clip"] > self.fail_above:
+            raise OverflowError("RDP overflow")
+        return epsilon(point, n=n, delta=delta)
+
+    def utility(self, point, data, rng):
+        AccountingFails.trained += 1
+        return utility(point, data, rng)

@@ -21,6 +21,7 @@ class DPSGD(Oracle):
     """DP-SGD / DP-Adam: fixed-size lots without replacement, replace-one, RDP accounting."""
     optimizer: str                     # sgd or adam
     conversion: str = "dp_accounting"  # RDP -> (epsilon, delta): dp_accounting's, or the classic one
+    neighbouring = "replace-one"
 
     def with_conversion(self, conversion: str) -> "DPSGD":
         return replace(self, conversion=conversion)
@@ -69,6 +70,7 @@ class BoltOnOutputPerturbation(Oracle):
     mechanism. A job's points are trained together: projected SGD has no per-point hyperparameter
     but gamma, and one vectorised pass over (point, replication) rows costs little more than one."""
     trains_batches = True
+    neighbouring = "replace-one"
 
     def prepare(self, data):
         from ..train import outpert
@@ -96,6 +98,7 @@ class BoltOnOutputPerturbation(Oracle):
 class SparseVector(Oracle):
     """SVT answering `bound` queries above threshold with Laplace scale b, on simulated queries (F1)."""
     own_data = "none (simulated queries)"
+    neighbouring = "query answers of sensitivity 1 (paper 000 Alg. 1)"
 
     def epsilon(self, point, *, n, delta):
         return svt_privacy.epsilon(point["bound"], point["b"])

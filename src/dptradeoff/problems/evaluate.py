@@ -66,10 +66,10 @@ def source_label(problem: Problem, data: Data | None) -> str:
     return data.source_label if data else f"{problem.name}: {problem.oracle.own_data}"
 
 
-def _failure(exc: BaseException, problem: Problem, point: dict) -> str:
-    log.error("%s: the oracle raised for %s; the point is recorded as failed:\n%s", problem.name, point,
+def _failure(exc: BaseException, problem: Problem, point: dict, oracle: str) -> str:
+    log.error("%s: the %s oracle raised for %s; the point is recorded as failed:\n%s", problem.name, oracle, point,
               "".join(traceback.format_exception(exc)))
-    return f"{type(exc).__name__}: {exc}"
+    return f"{oracle} oracle: {type(exc).__name__}: {exc}"
 
 
 def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats: int, config_seed: int,
@@ -90,7 +90,7 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
         except UserError:
             raise
         except Exception as exc:
-            batch_failure = _failure(exc, problem, checked)
+            batch_failure = _failure(exc, problem, checked, "utility")
         batch_wall = (time.perf_counter() - start) / len(checked)
     rows = []
     for offset, point in enumerate(checked):
@@ -100,21 +100,28 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
         failure, eps, utils = batch_failure, math.nan, np.array([])
         try:
             eps = epsilon(problem, point, training_rows(data))
-            if batch_seed is None:
-                utils = oracle.utilities(point, data, repeats, np.random.default_rng(seed))
-            elif batched is not None:
-                utils = batched[offset]
         except UserError:
             raise
-        except Exception as exc:
-            failure = _failure(exc, problem, point)
+        except Exception as exc:   # no epsilon, no point: recorded (and logged) as failed, never guessed
+            failure = _failure(exc, problem, point, "privacy")
+        if failure is None:
+            try:
+                if batch_seed is None:
+                    utils = oracle.utilities(point, data, repeats, np.random.default_rng(seed))
+                else:
+                    utils = batched[offset]
+            except UserError:
+                raise
+            except Exception as exc:
+                failure = _failure(exc, problem, point, "utility")
         if failure is None:
             utils = checked_utilities(problem, point, utils, repeats)
         wall = time.perf_counter() - start + (batch_wall if batch_seed is not None else 0.0)
         mean = float(np.mean(utils)) if failure is None else math.nan
         rows.append({
             "problem": problem.name, "method": method, "run": run, "index": index, **point,
-            "epsilon": eps, "delta": problem.delta, "conversion": oracle.conversion, "utility": mean, "error": 1.0 - mean,
+            "epsilon": eps, "delta": problem.delta, "conversion": oracle.conversion,
+            "neighbouring": oracle.neighbouring, "utility": mean, "error": 1.0 - mean,
             "utility_min": float(np.min(utils)) if failure is None else math.nan,
             "utility_max": float(np.max(utils)) if failure is None else math.nan,
             "utility_runs": [float(u) for u in utils], "repeats": repeats, "failure": failure, "seed": seed,

@@ -40,6 +40,9 @@ class Oracle:
 
     # DP-SGD's RDP -> (epsilon, delta) rule, for oracles that have one (`privacy.conversion`).
     conversion: str | None = None
+    # The neighbouring relation epsilon is stated for (replace-one or add/remove-one: replace-one
+    # epsilons are about twice as large for the same noise); every evaluation row records it.
+    neighbouring: str = "not stated"
     # The points of one job are trained together from one Generator (see `utilities_of_batch`).
     trains_batches = False
     # What a problem without a dataset trains on, for the rows' data_source (figure footers).

@@ -85,6 +85,10 @@ class UserOracle(Oracle):
     spec: str
     target: Any
 
+    @property
+    def neighbouring(self) -> str:
+        return str(getattr(self.target, "neighbouring", "not stated by the oracle"))
+
     def prepare(self, data: Data) -> Data:
         prepare = getattr(self.target, "prepare", None)
         return prepare(data) if prepare else data
