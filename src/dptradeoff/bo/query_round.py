@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from ..problems.evaluate import evaluate, load_data
+from ..problems.evaluate import evaluate, load_data, source_label
 from ..problems.problem import Problem
 from ..problems.tables import read_frame
 from ..seeds import rng
@@ -25,7 +25,7 @@ def answer_and_train(problem: Problem, chain: str, kind: str, target: float, set
     data = load_data(problem)
     query = FrontQuery(problem, read_frame(chain), data, settings, rng(seed, problem.name, "query", kind, target, run))
     answer = query.for_epsilon(target) if kind == "eps" else query.for_utility(target)
-    row = answer.row()
+    row = {**answer.row(), "source_label": source_label(problem, data)}
     log.info("%s %s: %s", problem.name, answer.question, row)
     if answer.point is None:
         return pd.DataFrame([{**row, "target": target, "utility": np.nan, "error": np.nan, "utility_min": np.nan,

@@ -15,6 +15,7 @@ optional.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,7 @@ class Data:
         return len(self.y_train)
 
 
-class Oracle:
+class Oracle(ABC):
     """Defaults for an oracle; a subclass defines `epsilon` and `utility` (or `utilities`)."""
 
     # DP-SGD's RDP -> (epsilon, delta) rule, for oracles that have one (`privacy.conversion`).
@@ -55,11 +56,12 @@ class Oracle:
         """This oracle with DP-SGD's RDP conversion set; oracles without one ignore it."""
         return self
 
+    @abstractmethod
     def epsilon(self, point: dict, *, n: int | None, delta: float) -> float:
-        raise NotImplementedError
+        """The privacy oracle: epsilon at `delta` for a training on `n` rows."""
 
     def utility(self, point: dict, data: Data | None, rng: np.random.Generator) -> float:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} defines neither utility() nor utilities(); define one")
 
     def utilities(self, point: dict, data: Data | None, repeats: int, rng: np.random.Generator) -> np.ndarray:
         return replicate(self.utility, point, data, repeats, rng)
@@ -67,7 +69,7 @@ class Oracle:
     def utilities_of_batch(self, points: list[dict], data: Data | None, repeats: int,
                            rng: np.random.Generator) -> list[np.ndarray]:
         """Every point's replications from one Generator (only where `trains_batches`)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} sets trains_batches but defines no utilities_of_batch()")
 
 
 def replicate(utility, point: dict, data: Data | None, repeats: int, rng: np.random.Generator) -> np.ndarray:

@@ -4,6 +4,7 @@ user-defined problem may name in its config (`SAMPLER_KINDS`)."""
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,13 +15,14 @@ MAX_DRAWS = 100_000
 
 
 @dataclass(frozen=True)
-class Sampler:
+class Sampler(ABC):
     """A distribution truncated to its accept range [low, high] by rejection."""
     low: float
     high: float
 
+    @abstractmethod
     def draw_untruncated(self, rng: np.random.Generator) -> float:
-        raise NotImplementedError
+        """One draw of the distribution before truncation."""
 
     def draw(self, rng: np.random.Generator) -> float:
         for _ in range(MAX_DRAWS):
