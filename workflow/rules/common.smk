@@ -3,6 +3,8 @@ import os
 import re
 import sys
 
+import pandas as pd
+
 # The workflow imports the library from this checkout; rule jobs import the installed package
 # (envs/setup.sh and envs/environment.yaml install this checkout in editable mode).
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))
@@ -15,6 +17,8 @@ from dptradeoff.baselines.grid import grid
 from dptradeoff.bo.propose import Settings
 from dptradeoff.problems import PROBLEMS, definition, resolve
 from dptradeoff.stats.ttest import PAPER_TABLE2
+from dptradeoff import resources
+from dptradeoff.problems.tables import read_frame
 
 try:
     check_config(config, os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
@@ -93,6 +97,48 @@ def problem_data(problem):
     return data_outputs(dataset) if dataset else []
 
 
+# Resources of the jobs that train (resources.py): runtime from the job's own points, memory from
+# the shape of its data, a GPU where config asks and the oracle trains with torch. Each grows with
+# `attempt`, so a job retried after running out gets more.
+def evaluation_runtime(points_of):
+    """A rule's `runtime`: `points_of(wildcards, input)` are the points the job trains."""
+
+    def runtime(wildcards, input, attempt):
+        problem = KNOWN_PROBLEMS[wildcards.problem]
+        return resources.evaluation_runtime(problem, points_of(wildcards, input), problem_repeats(wildcards.problem),
+                                            resources.training_rows(list(input.data)), attempt)
+
+    return runtime
+
+
+def evaluation_mem_mb(wildcards, input, attempt):
+    return resources.evaluation_mem_mb(list(input.data), attempt)
+
+
+def evaluation_gpu(wildcards):
+    return int(config["cluster"]["gpu"] and KNOWN_PROBLEMS[wildcards.problem].oracle.uses_gpu)
+
+
+import collections
+RUNTIME = collections.defaultdict(lambda: 60)
+MEM_MB = collections.defaultdict(lambda: 3000)
+
+
+def batch_points(wildcards, input):
+    first = int(wildcards.batch) * config["random_sampling"]["points_per_job"]
+    return read_frame(input.points).iloc[first:first + config["random_sampling"]["points_per_job"]]
+
+
+def chain_point(wildcards, input):
+    i = int(wildcards.i) % chain_batch_size(wildcards.chain)
+    return read_frame(input.proposal).iloc[i:i + 1]
+
+
+def costliest_point(wildcards, input):
+    problem = resolve(wildcards.problem, problem_definition(wildcards.problem), RDP_CONVERSION)
+    return pd.DataFrame([resources.costliest_point(problem)])
+
+
 def batches(points):
     return -(-points // config["random_sampling"]["points_per_job"])
 
@@ -136,10 +182,15 @@ def proposal_round(wildcards, input, output, params, log):
     """The body of the bo_propose run: rule (Snakemake's objects in, the library's arguments out)."""
     from dptradeoff.bo.chain_round import propose_round
 
-    propose_round(problem=wildcards.problem, definition=params.problem, initial=input.initial,
-                  evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
-                  output=output[0], log=log[0], batch_size=params.batch_size, settings=params.settings,
-                  seed=params.seed, run=int(wildcards.run), round_index=int(wildcards.round))
+    try:
+        propose_round(problem=wildcards.problem, definition=params.problem, initial=input.initial,
+                      evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
+                      output=output[0], log=log[0], batch_size=params.batch_size, settings=params.settings,
+                      seed=params.seed, run=int(wildcards.run), round_index=int(wildcards.round))
+    except UserError as exc:
+        # Raised afresh, so Snakemake shows the sentence (also in the round's log) with this
+        # function's location instead of the library's traceback.
+        raise UserError(str(exc)) from None
 
 
 def evaluations_before_round(wildcards):

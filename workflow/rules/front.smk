@@ -19,6 +19,10 @@ rule query:
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         seed=config["seed"],
     threads: 1
+    resources:
+        runtime=evaluation_runtime(costliest_point),
+        mem_mb=evaluation_mem_mb,
+        gpu=evaluation_gpu,
     log:
         "logs/dpareto/{problem}/query/{kind}{target}.log",
     conda:
@@ -39,6 +43,7 @@ rule front_report:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         methods=sampling_methods() + ["bo"],
         config_label=config_label(),
+    localrule: True
     log:
         "logs/figures/front-{problem}.log",
     conda:

@@ -13,6 +13,7 @@ rule illustration_points:
         grid=config["illustrations"]["grid"],
         initial_points=config["illustrations"]["initial_points"],
         seed=config["seed"],
+    localrule: True
     log:
         "logs/illustrations/{example}/{design}_points.log",
     conda:
@@ -35,6 +36,9 @@ rule illustration_evaluate:
         repeats=lambda wildcards: problem_repeats(ILLUSTRATIONS[wildcards.example]),
         seed=config["seed"],
     threads: 1
+    resources:
+        runtime=RUNTIME["illustration_evaluate"],
+        mem_mb=MEM_MB["illustration_evaluate"],
     log:
         "logs/illustrations/{example}/{design}.log",
     conda:
@@ -58,6 +62,9 @@ rule illustration_surfaces:
         inputs=config["dpareto"]["inputs"],
         seed=config["seed"],
     threads: 1
+    resources:
+        runtime=RUNTIME["illustration_surfaces"],
+        mem_mb=MEM_MB["illustration_surfaces"],
     log:
         "logs/illustrations/{example}/surfaces.log",
     conda:

@@ -14,6 +14,7 @@ rule random_points:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         points=lambda wildcards: method_points(wildcards.problem, wildcards.method),
         seed=config["seed"],
+    localrule: True
     log:
         "logs/dpareto/{problem}/{method}/{run}/points.log",
     conda:
@@ -29,6 +30,7 @@ rule uniform_points:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         points=lambda wildcards: method_points(wildcards.problem, "uniform"),
         seed=config["seed"],
+    localrule: True
     log:
         "logs/dpareto/{problem}/uniform/{run}/points.log",
     conda:
@@ -43,6 +45,7 @@ rule grid_points:
     params:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         spacing=GRID_SPACING,
+    localrule: True
     log:
         "logs/dpareto/{problem}/grid{k}/{run}/points.log",
     conda:
@@ -66,6 +69,10 @@ rule evaluate_batch:
         points_per_job=config["random_sampling"]["points_per_job"],
         seed=config["seed"],
     threads: 1
+    resources:
+        runtime=evaluation_runtime(batch_points),
+        mem_mb=evaluation_mem_mb,
+        gpu=evaluation_gpu,
     log:
         "logs/dpareto/{problem}/{method}/{run}/evals/{batch}.log",
     conda:
@@ -91,6 +98,7 @@ rule gather_evaluations:
         "results/dpareto/{problem}/{method}/{run}/evaluations.parquet",
     wildcard_constraints:
         method=r"random|uniform|comparison|grid\d+",
+    localrule: True
     log:
         "logs/dpareto/{problem}/{method}/{run}/gather.log",
     conda:

@@ -8,6 +8,9 @@ rule proposetest_simulation:
     params:
         cfg=config["proposetest"],
         seed=config["seed"],
+    resources:
+        runtime=RUNTIME["proposetest_simulation"],
+        mem_mb=MEM_MB["proposetest_simulation"],
     log:
         "logs/proposetest/simulation.log",
     conda:
@@ -26,6 +29,7 @@ rule proposetest_figures:
     params:
         cfg=config["proposetest"],
         config_label=config_label(),
+    localrule: True
     log:
         "logs/figures/proposetest.log",
     conda:
@@ -48,6 +52,9 @@ rule proposetest_adult:
         cfg=config["proposetest"]["adult"],
         seed=config["seed"],
         config_label=config_label(),
+    resources:
+        runtime=RUNTIME["proposetest_adult"],
+        mem_mb=MEM_MB["proposetest_adult"],
     log:
         "logs/proposetest/adult.log",
     conda:

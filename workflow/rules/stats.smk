@@ -13,6 +13,7 @@ rule table2:
         parts=config["statistics"]["comparison_parts"],
         part_size=comparison_part_size(),
         config_label=config_label(),
+    localrule: True
     log:
         "logs/stats/table2.log",
     conda:
@@ -34,6 +35,7 @@ rule overhead_table:
         study_files=[len(problem_study_files(p)) for p in config["dpareto"]["problems"]],
         rounds=bo_rounds("bo"),
         config_label=config_label(),
+    localrule: True
     log:
         "logs/stats/overhead.log",
     conda:
@@ -56,6 +58,7 @@ rule batch_vs_sequential:
         sequential_q=chain_batch_size("bo"),
         batch_q=config["statistics"]["batch_comparison"]["batch_size"],
         config_label=config_label(),
+    localrule: True
     log:
         "logs/stats/batch_vs_sequential.log",
     conda:

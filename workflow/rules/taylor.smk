@@ -14,6 +14,9 @@ rule taylor_measure:
     params:
         cfg=config["taylor"],
         seed=config["seed"],
+    resources:
+        runtime=RUNTIME["taylor_measure"],
+        mem_mb=MEM_MB["taylor_measure"],
     log:
         "logs/taylor/{dataset}/{loss}/n{n}-r{repeats}.log",
     conda:
@@ -33,6 +36,7 @@ rule taylor_fig1_table1:
         pairs=taylor_pairs(),
         cfg=config["taylor"],
         config_label=config_label(),
+    localrule: True
     log:
         "logs/taylor/fig1_table1.log",
     conda:
@@ -52,6 +56,7 @@ rule taylor_fig2:
         runs=[(d, l, n) for d in config["taylor"]["fig2"]["datasets"] for l in config["taylor"]["losses"]
               for n in config["taylor"]["fig2"]["samples"]],
         config_label=config_label(),
+    localrule: True
     log:
         "logs/taylor/fig2.log",
     conda:

@@ -18,6 +18,7 @@ import time
 import pandas as pd
 import threadpoolctl
 
+from .. import UserError
 from ..io import read_provenance
 from ..problems import resolve, succeeded
 from ..problems.tables import read_frame, write_frame
@@ -61,22 +62,26 @@ def propose_round(*, problem: str, definition: dict | None, initial: str, evalua
     start = time.perf_counter()
     limit_blas_threads()   # for the whole (Snakemake) process, whose only BLAS work is these rounds
     with thread_log(log):
-        chosen = resolve(problem, definition)
-        # points whose oracle failed carry no objectives: the GPs never see them
-        initial_points = succeeded(read_once(initial))
-        evals = succeeded(pd.concat([read_once(initial)] + [read_once(path) for path in evaluations], ignore_index=True))
-        state = GPState.from_dict(read_provenance(previous)["gp_state"]) if previous else None
-        proposal = propose(chosen, evals, batch_size, settings, rng(seed, problem, "dpareto", run, round_index),
-                           state, round_index, initial=len(initial_points))
-        points = proposal.points
-        full = state is None or settings.full_refit(round_index)
-        logging.getLogger(__name__).info(
-            "round %d: %d observations, ML-II %s, GP fits %.2f s, acquisition %.2f s", round_index, len(evals),
-            f"with {settings.gp_restarts} starts" if full else "refined from the previous round",
-            points["fit_seconds"].iloc[0], points["acquisition_seconds"].iloc[0])
-        points.insert(0, "round", round_index)
-        points["job_seconds"] = time.perf_counter() - start   # the whole round as Snakemake runs it
-        write_frame(points, output, {
-            "problem": problem, "method": "dpareto", "run": run, "round": round_index, "observed": len(evals),
-            "settings": settings.__dict__, "full_refit": full,
-            "gp_state": proposal.gp_state.as_dict()})
+        try:
+            chosen = resolve(problem, definition)
+            # points whose oracle failed carry no objectives: the GPs never see them
+            initial_points = succeeded(read_once(initial))
+            evals = succeeded(pd.concat([read_once(initial)] + [read_once(path) for path in evaluations], ignore_index=True))
+            state = GPState.from_dict(read_provenance(previous)["gp_state"]) if previous else None
+            proposal = propose(chosen, evals, batch_size, settings, rng(seed, problem, "dpareto", run, round_index),
+                               state, round_index, initial=len(initial_points))
+            points = proposal.points
+            full = state is None or settings.full_refit(round_index)
+            logging.getLogger(__name__).info(
+                "round %d: %d observations, ML-II %s, GP fits %.2f s, acquisition %.2f s", round_index, len(evals),
+                f"with {settings.gp_restarts} starts" if full else "refined from the previous round",
+                points["fit_seconds"].iloc[0], points["acquisition_seconds"].iloc[0])
+            points.insert(0, "round", round_index)
+            points["job_seconds"] = time.perf_counter() - start   # the whole round as Snakemake runs it
+            write_frame(points, output, {
+                "problem": problem, "method": "dpareto", "run": run, "round": round_index, "observed": len(evals),
+                "settings": settings.__dict__, "full_refit": full,
+                "gp_state": proposal.gp_state.as_dict()})
+        except UserError as exc:
+            logging.getLogger(__name__).error("%s", exc)  # into the round's log, as a script job's would be
+            raise

@@ -29,6 +29,16 @@ class DPSGD(Oracle):
     def epsilon(self, point, *, n, delta):
         return dpsgd.epsilon(n, point["lot_size"], point["epochs"], point["noise"], delta, self.conversion)
 
+    # One epoch costs n * (per_example + per_step / lot) seconds on one core: measured at lots from the
+    # domain's smallest to its largest, 2 epochs, after a warm-up (benchmarks/training_cost.py).
+    per_example_seconds = 0.0
+    per_step_seconds = 0.0
+
+    def cost_seconds(self, point, n):
+        if n is None:
+            return None
+        return point["epochs"] * n * (self.per_example_seconds + self.per_step_seconds / point["lot_size"])
+
     @staticmethod
     def hyper(point) -> DPSGDHyper:
         return DPSGDHyper(point["epochs"], point["lot_size"], point["learning_rate"], point["noise"], point["clip"])
@@ -39,6 +49,8 @@ class LinearDPSGD(DPSGD):
     """Logistic regression (loss `logistic`) or a linear SVM (`hinge`), labels +-1, all R
     replications trained at once."""
     loss: str = "logistic"
+    per_example_seconds = 0.8e-6  # Adult: 0.61-0.74 us per example at lot 512, 0.81-1.28 us at lot 8
+    per_step_seconds = 5e-6
 
     def prepare(self, data):
         return _signed_labels(data)
@@ -54,6 +66,17 @@ class LinearDPSGD(DPSGD):
 class MLPDPSGD(DPSGD):
     """paper 001's MLPs (`architecture` mlp1 or mlp2), trained with torch."""
     architecture: str = "mlp1"
+    uses_gpu = True
+    # MNIST on one core: mlp1 49 us per example at lot 4000, 497 us at lot 16; mlp2 10.5 and 128 us.
+    COSTS = {"mlp1": (50e-6, 7.2e-3), "mlp2": (11e-6, 1.9e-3)}
+
+    @property
+    def per_example_seconds(self):
+        return self.COSTS.get(self.architecture, self.COSTS["mlp1"])[0]
+
+    @property
+    def per_step_seconds(self):
+        return self.COSTS.get(self.architecture, self.COSTS["mlp1"])[1]
 
     def utilities(self, point, data, repeats, rng):
         from ..train import mlp  # torch takes seconds to import: only the MLP problems pay for it

@@ -48,6 +48,13 @@ class Oracle(ABC):
     trains_batches = False
     # What a problem without a dataset trains on, for the rows' data_source (figure footers).
     own_data = "none: the oracle's own data"
+    # Trains with torch, so a GPU helps: with `cluster.gpu: true` its evaluation jobs ask for one.
+    uses_gpu = False
+
+    def cost_seconds(self, point: dict, n: int | None) -> float | None:
+        """Estimated wall seconds of one utility replication at `point` (n training rows) on one CPU
+        core: what a cluster job asks for (dptradeoff.resources). None: unknown, the rule's default."""
+        return None
 
     def prepare(self, data: Data) -> Data:
         return data

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ..io import read_provenance, write_table
+from ..io import read_parquet, read_provenance, write_table
 
 
 def write_frame(frame: pd.DataFrame, path: str, provenance: dict) -> None:
@@ -13,7 +12,7 @@ def write_frame(frame: pd.DataFrame, path: str, provenance: dict) -> None:
 
 
 def read_frame(path: str) -> pd.DataFrame:
-    return pq.read_table(path).to_pandas()
+    return read_parquet(path).to_pandas()
 
 
 def concat(paths: list[str], out: str, provenance: dict | None = None) -> pd.DataFrame:

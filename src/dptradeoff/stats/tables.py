@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .. import UserError
 from ..io import atomic_path
 
 
@@ -18,4 +19,8 @@ def write(frame: pd.DataFrame, csv_path: str, md_path: str, note: str) -> None:
 
 
 def read(csv_path: str) -> pd.DataFrame:
-    return pd.read_csv(csv_path, comment="#")
+    try:
+        return pd.read_csv(csv_path, comment="#")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise UserError(f"{csv_path} is not a readable table ({str(exc).splitlines()[0]}); it is damaged or cut short, "
+                        "so delete it and rerun the workflow, which makes it again.") from None

@@ -1,0 +1,61 @@
+"""What a job asks a scheduler for, in Snakemake's generic resources (`mem_mb`, `runtime` in
+minutes, `gpu`): the evaluation jobs' from the points they train and the data they load, the
+others' from measurements of the default config (README, "On a cluster"). Locally these only
+bound how many jobs run at once (`--resources mem_mb=...`); on SLURM they become --mem, -t, --gpus.
+
+Requests are estimates times SAFETY, and grow with Snakemake's `attempt`: a job killed for its
+time or memory is retried (profiles/slurm: `retries`) with twice, then three times, as much."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .io import parquet_metadata, parquet_schema
+from .problems.problem import Problem
+
+SAFETY = 2.0
+# Interpreter, numpy/torch/TensorFlow imports, reading the dataset: 4-9 s per job measured here;
+# a loaded cluster node is slower.
+STARTUP_SECONDS = 60.0
+# An evaluation job's memory beyond its data: 320 MB (Adult, numpy/numba) to 610 MB (MNIST, torch)
+# peak RSS measured here; the data itself is counted from its shape.
+BASE_MEM_MB = 1000
+# Evaluations whose oracle has no cost model (a user oracle without `cost_seconds`).
+UNKNOWN_EVALUATION_MINUTES = 60
+
+
+def evaluation_runtime(problem: Problem, points: pd.DataFrame, repeats: int, n: int | None, attempt: int = 1) -> int:
+    """Minutes for one job that evaluates `points` with `repeats` replications each."""
+    costs = [problem.oracle.cost_seconds(problem.check(row), n) for row in points.to_dict("records")]
+    if any(c is None for c in costs):
+        return UNKNOWN_EVALUATION_MINUTES * attempt
+    seconds = STARTUP_SECONDS + repeats * sum(costs)
+    return math.ceil(SAFETY * attempt * seconds / 60)
+
+
+def evaluation_mem_mb(matrix_paths: list[str], attempt: int = 1) -> int:
+    """MB for one job that loads the matrices at `matrix_paths` (train, test: float32 features):
+    the base footprint plus four copies of the data (the Parquet buffers, numpy, torch, a batch)."""
+    data_mb = sum(_matrix_mb(p) for p in matrix_paths)
+    return math.ceil(SAFETY * attempt * (BASE_MEM_MB / SAFETY + 4 * data_mb) / 100) * 100
+
+
+def _matrix_mb(path: str) -> float:
+    features = parquet_schema(path).field("x").type.list_size
+    return parquet_metadata(path).num_rows * features * 4 / 2**20
+
+
+def training_rows(data_paths: list[str]) -> int | None:
+    """n of a problem's dataset (the train split is listed first), or None without one."""
+    return parquet_metadata(data_paths[0]).num_rows if data_paths else None
+
+
+def costliest_point(problem: Problem) -> dict:
+    """The corner of the domain whose training costs most (for a job whose point is not known
+    before it runs: a front query's answer)."""
+    corners = [{}]
+    for p in problem.domain:
+        values = (int(p.low), int(p.high)) if p.integer else (p.low, p.high)
+        corners = [{**c, p.name: v} for c in corners for v in values]
+    return max(corners, key=lambda c: problem.oracle.cost_seconds(c, 10**4) or 0.0)
