@@ -95,15 +95,18 @@ def _max_rss_mb(job_id: str) -> float:
     return max(sizes, default=0.0)
 
 
-def _requeue_one_running_evaluation(stop: threading.Event, requeued: list[str]) -> None:
-    """Preempt the way a cluster does: `scontrol requeue` a running evaluation job, once."""
+def _requeue_one_running_evaluation(stop: threading.Event, requeued: dict) -> None:
+    """Preempt the way a cluster does: `scontrol requeue` a running evaluation job, once, and note
+    what SLURM says of it then (back in the queue, one restart)."""
     while not stop.is_set() and not requeued:
         out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], capture_output=True, text=True).stdout
         for line in out.splitlines():
             job, comment = line.split("|", 1)
             if comment.startswith("rule_evaluate"):
                 if subprocess.run(["scontrol", "requeue", job], capture_output=True).returncode == 0:
-                    requeued.append(job)
+                    shown = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True).stdout
+                    requeued.update(id=job, comment=comment, state=re.search(r"JobState=(\w+)", shown).group(1),
+                                    restarts=int(re.search(r"Restarts=(\d+)", shown).group(1)))
                 break
         time.sleep(0.5)
 
@@ -112,7 +115,7 @@ def test_the_tiny_config_runs_end_to_end_on_slurm(slurm, tmp_path):
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(TINY))
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
-    stop, requeued = threading.Event(), []
+    stop, requeued = threading.Event(), {}
     preempt = threading.Thread(target=_requeue_one_running_evaluation, args=(stop, requeued), daemon=True)
     preempt.start()
     start = time.time()
@@ -136,10 +139,13 @@ def test_the_tiny_config_runs_end_to_end_on_slurm(slurm, tmp_path):
     assert local <= LOCAL_RULES and "bo_propose" in local and not local & CLUSTER_RULES, local
     assert {"evaluate_batch", "bo_evaluate", "taylor_measure"} <= on_cluster
 
-    # The preempted job went back to the queue and ran again; nothing was lost.
+    # The preempted job went back to the queue, ran again, and its output is there.
     assert requeued, "no evaluation job was running to requeue"
-    history = [j["state"] for j in jobs if j["id"] == requeued[0]]
-    assert "REQUEUED" in history and history[-1] == "COMPLETED", history
+    assert requeued["state"] in ("PENDING", "REQUEUED", "CONFIGURING") and requeued["restarts"] == 1, requeued
+    assert [j["state"] for j in jobs if j["id"] == requeued["id"]] == ["COMPLETED"]
+    wildcards = requeued["comment"].split("_wildcards_")[1].split("_")   # problem, method, run, batch
+    rerun = work / "results/dpareto" / wildcards[0] / wildcards[1] / wildcards[2] / "evals" / f"{wildcards[3]}.parquet"
+    assert rerun.exists(), rerun
 
     # Every job asked for at least the memory it used (sacct's peak RSS of its steps).
     for job in (j for j in jobs if j["state"] == "COMPLETED"):

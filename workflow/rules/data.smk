@@ -68,8 +68,8 @@ rule dataset_split:
         seed=config["seed"],
     priority: DATA_PRIORITY
     resources:
-        runtime=RUNTIME["dataset_split"],
-        mem_mb=MEM_MB["dataset_split"],
+        runtime=per_attempt(60),
+        mem_mb=per_attempt(4000),
     log:
         "logs/data/{dataset}.log",
     conda:
@@ -88,8 +88,8 @@ rule reddit_histogram:
         seed=config["seed"],
     priority: DATA_PRIORITY
     resources:
-        runtime=RUNTIME["reddit_histogram"],
-        mem_mb=MEM_MB["reddit_histogram"],
+        runtime=per_attempt(120),
+        mem_mb=per_attempt(4000),
     log:
         "logs/data/reddit.log",
     conda:

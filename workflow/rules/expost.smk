@@ -7,8 +7,8 @@ rule expost_invocations:
     params:
         fig1=config["expost"]["fig1"],
     resources:
-        runtime=RUNTIME["expost_invocations"],
-        mem_mb=MEM_MB["expost_invocations"],
+        runtime=per_attempt(60),
+        mem_mb=per_attempt(1000),
     log:
         "logs/expost/invocations.log",
     conda:
@@ -46,8 +46,8 @@ rule expost_thread_trials:
         expost=config["expost"],
         seed=config["seed"],
     resources:
-        runtime=RUNTIME["expost_thread_trials"],
-        mem_mb=MEM_MB["expost_thread_trials"],
+        runtime=per_attempt(60),
+        mem_mb=per_attempt(1000),
     log:
         "logs/expost/{table}/{row}.log",
     conda:
@@ -89,8 +89,8 @@ rule expost_ml_candidates:
         conversion=RDP_CONVERSION,
         expost=config["expost"],
     resources:
-        runtime=RUNTIME["expost_ml_candidates"],
-        mem_mb=MEM_MB["expost_ml_candidates"],
+        runtime=per_attempt(240),
+        mem_mb=per_attempt(2000),
     log:
         "logs/expost/ml/{dataset}/candidates.log",
     conda:
@@ -112,8 +112,8 @@ rule expost_ml_trials:
         expost=config["expost"],
         seed=config["seed"],
     resources:
-        runtime=RUNTIME["expost_ml_trials"],
-        mem_mb=MEM_MB["expost_ml_trials"],
+        runtime=per_attempt(60),
+        mem_mb=per_attempt(2000),
     log:
         "logs/expost/ml/{dataset}/trials.log",
     conda:

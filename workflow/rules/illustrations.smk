@@ -37,8 +37,8 @@ rule illustration_evaluate:
         seed=config["seed"],
     threads: 1
     resources:
-        runtime=RUNTIME["illustration_evaluate"],
-        mem_mb=MEM_MB["illustration_evaluate"],
+        runtime=per_attempt(120),
+        mem_mb=per_attempt(4000),
     log:
         "logs/illustrations/{example}/{design}.log",
     conda:
@@ -63,8 +63,8 @@ rule illustration_surfaces:
         seed=config["seed"],
     threads: 1
     resources:
-        runtime=RUNTIME["illustration_surfaces"],
-        mem_mb=MEM_MB["illustration_surfaces"],
+        runtime=per_attempt(60),
+        mem_mb=per_attempt(3000),
     log:
         "logs/illustrations/{example}/surfaces.log",
     conda:

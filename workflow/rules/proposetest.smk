@@ -9,8 +9,8 @@ rule proposetest_simulation:
         cfg=config["proposetest"],
         seed=config["seed"],
     resources:
-        runtime=RUNTIME["proposetest_simulation"],
-        mem_mb=MEM_MB["proposetest_simulation"],
+        runtime=per_attempt(60),
+        mem_mb=per_attempt(1000),
     log:
         "logs/proposetest/simulation.log",
     conda:
@@ -53,8 +53,8 @@ rule proposetest_adult:
         seed=config["seed"],
         config_label=config_label(),
     resources:
-        runtime=RUNTIME["proposetest_adult"],
-        mem_mb=MEM_MB["proposetest_adult"],
+        runtime=per_attempt(60),
+        mem_mb=per_attempt(2000),
     log:
         "logs/proposetest/adult.log",
     conda:

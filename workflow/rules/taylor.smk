@@ -15,8 +15,8 @@ rule taylor_measure:
         cfg=config["taylor"],
         seed=config["seed"],
     resources:
-        runtime=RUNTIME["taylor_measure"],
-        mem_mb=MEM_MB["taylor_measure"],
+        runtime=per_attempt(60),
+        mem_mb=per_attempt(2000),
     log:
         "logs/taylor/{dataset}/{loss}/n{n}-r{repeats}.log",
     conda:
