@@ -141,8 +141,9 @@ def test_the_tiny_config_runs_end_to_end_on_slurm(slurm, tmp_path):
 
     # The preempted job went back to the queue, ran again, and its output is there.
     assert requeued, "no evaluation job was running to requeue"
-    assert requeued["state"] in ("PENDING", "REQUEUED", "CONFIGURING") and requeued["restarts"] == 1, requeued
-    assert [j["state"] for j in jobs if j["id"] == requeued["id"]] == ["COMPLETED"]
+    assert requeued["state"] != "RUNNING" and requeued["restarts"] == 1, requeued   # stopped, to run again
+    history = [j["state"] for j in jobs if j["id"] == requeued["id"]]   # sacct may keep the first allocation
+    assert history[-1] == "COMPLETED" and set(history) <= {"REQUEUED", "COMPLETED"}, history
     wildcards = requeued["comment"].split("_wildcards_")[1].split("_")   # problem, method, run, batch
     rerun = work / "results/dpareto" / wildcards[0] / wildcards[1] / wildcards[2] / "evals" / f"{wildcards[3]}.parquet"
     assert rerun.exists(), rerun
