@@ -90,3 +90,24 @@ def test_every_rule_is_local_or_declares_what_it_needs():
         assert "localrule: True" in rules[name], name
     for name in ("evaluate_batch", "bo_evaluate", "query"):
         assert "gpu=evaluation_gpu" in rules[name] and "runtime=evaluation_runtime(" in rules[name], name
+
+
+def test_a_user_oracle_s_cost_model_and_gpu_flag_reach_the_requests():
+    from dptradeoff.problems.user import UserOracle
+
+    class Mine:
+        uses_gpu = True
+
+        def epsilon(self, point, *, n, delta):
+            return 1.0
+
+        def utility(self, point, data, rng):
+            return 0.5
+
+        def cost_seconds(self, point, n):
+            return 600.0 * point["epochs"]
+
+    oracle = UserOracle("mine.py:Mine", Mine())
+    assert oracle.uses_gpu and oracle.cost_seconds({"epochs": 2}, 100) == 1200.0
+    plain = UserOracle("plain.py:Plain", type("Plain", (), {"epsilon": Mine.epsilon, "utility": Mine.utility})())
+    assert not plain.uses_gpu and plain.cost_seconds({"epochs": 2}, 100) is None

@@ -89,6 +89,14 @@ class UserOracle(Oracle):
     def neighbouring(self) -> str:
         return str(getattr(self.target, "neighbouring", "not stated by the oracle"))
 
+    @property
+    def uses_gpu(self) -> bool:
+        return bool(getattr(self.target, "uses_gpu", False))
+
+    def cost_seconds(self, point, n):
+        cost = getattr(self.target, "cost_seconds", None)
+        return cost(point, n) if cost else None
+
     def prepare(self, data: Data) -> Data:
         prepare = getattr(self.target, "prepare", None)
         return prepare(data) if prepare else data
