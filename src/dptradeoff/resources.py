@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from .io import parquet_metadata, parquet_schema
+from .io import parquet_metadata
 from .problems.problem import Problem
 
 SAFETY = 2.0
@@ -42,8 +42,8 @@ def evaluation_mem_mb(matrix_paths: list[str], attempt: int = 1) -> int:
 
 
 def _matrix_mb(path: str) -> float:
-    features = parquet_schema(path).field("x").type.list_size
-    return parquet_metadata(path).num_rows * features * 4 / 2**20
+    meta = parquet_metadata(path)   # the footer only, read once: rows and the feature count
+    return meta.num_rows * meta.schema.to_arrow_schema().field("x").type.list_size * 4 / 2**20
 
 
 def training_rows(data_paths: list[str]) -> int | None:

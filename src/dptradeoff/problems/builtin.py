@@ -72,11 +72,11 @@ class MLPDPSGD(DPSGD):
 
     @property
     def per_example_seconds(self):
-        return self.COSTS.get(self.architecture, self.COSTS["mlp1"])[0]
+        return self.COSTS[self.architecture][0]
 
     @property
     def per_step_seconds(self):
-        return self.COSTS.get(self.architecture, self.COSTS["mlp1"])[1]
+        return self.COSTS[self.architecture][1]
 
     def utilities(self, point, data, repeats, rng):
         from ..train import mlp  # torch takes seconds to import: only the MLP problems pay for it
