@@ -1,5 +1,5 @@
-"""Paper 004's experiment protocols: what each method pays, that no run overspends its budget,
-the Table 3 building blocks, and the tables' shape."""
+"""Paper 004's experiments: Fig. 1's curves, the Table 3 building blocks and its table (Tables 1-2:
+test_expost_threads.py)."""
 from __future__ import annotations
 
 import math
@@ -8,74 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dptradeoff.expost import baselines, experiments, ml, threads
+from dptradeoff.expost import baselines, experiments, ml
 from dptradeoff.privacy import dpsgd
-
-
-def test_acceptance_check_is_the_papers():
-    sigma = 2.0
-    assert threads.accepted(21 * sigma, sigma)          # (22/20) = 1.1: on the boundary
-    assert not threads.accepted(20 * sigma, sigma)      # 21/19 > 1.1
-    assert not threads.accepted(0.5 * sigma, sigma)     # |y| < sigma
-
-
-def test_doubling_pays_the_sum_of_the_budgets_it_used():
-    grid = baselines.geometric_grid(0.001, math.sqrt(2), 10.0)
-    assert grid[0] == 0.001 and grid[-1] <= 10 and grid[-1] * math.sqrt(2) > 10
-    rng = np.random.default_rng(0)
-    release = baselines.doubling_laplace(1000.0, grid, 10.0, lambda y, s: s < 0.5, rng)
-    last = int(np.argmax(math.sqrt(2) / grid < 0.5))
-    assert release.last == last and release.cost == pytest.approx(grid[: last + 1].sum())
-    starved = baselines.doubling_laplace(1000.0, grid, 0.01, lambda y, s: False, rng)
-    assert starved.estimate is None and starved.cost <= 0.01
-
-
-def test_noise_reduction_pays_only_the_accepted_budget():
-    grid = np.array([0.01, 0.02, 0.04, 0.08])
-    release = baselines.noise_reduction_laplace(100.0, grid, lambda y, s: s < 40, np.random.default_rng(0))
-    assert release.last == 2 and release.cost == 0.04
-
-
-@pytest.mark.parametrize("method", threads.PURE_METHODS)
-def test_pure_runs_never_overspend(method):
-    rng = np.random.default_rng(1)
-    counts = np.array([600, 350, 200, 120, 80, 40, 10, 3, 1])
-    for trial in range(5):
-        out = threads.run_pure(counts, method, 3.0, 0.001, math.sqrt(2), 0.001, 1.0, rng)
-        assert out.spent <= 3.0 * (1 + 1e-12)
-        assert 0 <= out.correct <= out.answers <= len(counts)
-
-
-@pytest.mark.parametrize("method", threads.APPROX_METHODS)
-def test_approximate_runs_never_overspend(method):
-    rng = np.random.default_rng(2)
-    counts = np.array([6000, 3500, 2000, 1200, 800, 400, 100, 30, 10])
-    for trial in range(3):
-        out = threads.run_approx(counts, method, 5.0, 1e-6, 0.001, math.sqrt(2), 0.01, 0.3, 32.0, 2, rng)
-        budget = {"doubling": float(baselines.zcdp_rho(5.0, 1e-6)), "brownian": 5.0,
-                  "alg3": 5.0 - math.log(1e6) / 31}[method]
-        assert out.spent <= budget * (1 + 1e-12)
-        assert 0 <= out.correct <= out.answers <= len(counts)
-
-
-def test_more_users_mean_more_answers():
-    rng = np.random.default_rng(3)
-    small = np.array([60, 40, 30, 20, 10])
-    large = small * 20
-    for method in threads.PURE_METHODS:
-        a = np.mean([threads.run_pure(small, method, 10.0, 0.001, math.sqrt(2), 0.001, 1.0, rng).answers for _ in range(5)])
-        b = np.mean([threads.run_pure(large, method, 10.0, 0.001, math.sqrt(2), 0.001, 1.0, rng).answers for _ in range(5)])
-        assert b >= a
-
-
-def test_thread_table_carries_the_papers_values():
-    frame = pd.DataFrame({"method": ["doubling"] * 2 + ["noise_reduction"] * 2 + ["alg3"] * 2, "trial": [0, 1] * 3,
-                          "answers": [10, 12, 2, 4, 20, 22], "correct": [9, 11, 2, 4, 18, 20],
-                          "precision": [0.9, 11 / 12, 1, 1, 0.9, 20 / 22], "spent": [10.0] * 6})
-    table = experiments.thread_table({"S8000": frame}, "table1")
-    row = table.iloc[0]
-    assert row["doubling_answers"] == 11 and row["doubling_answers_sd"] == 1
-    assert row["paper_alg3_answers"] == 20.37 and row["paper_noise_reduction_precision"] == 0.999
 
 
 def test_invocation_curves_span_the_figure():
@@ -118,44 +52,6 @@ def test_ml_table_counts_trials_that_stopped():
     # the trial that never released a model spent its budget too
     assert row["alg3_epsilon_spent_all_trials"] == pytest.approx(0.7)
     assert row["paper_alg3_epsilon"] == 0.23
-
-
-def test_pure_runs_charge_each_mechanism_its_theorems_cost():
-    """Counts so large that every release is accepted: doubling pays eps_0 per thread; noise reduction
-    is admitted at the top budget that fits and pays eps_0; Alg. 3 pays 2 eps_i + eps' (Thm 11) for the
-    release it selects and 0 for bottom, admitted at 2 max(eps) + eps'."""
-    counts = np.full(5, 10**7)
-    grid = baselines.geometric_grid(0.001, math.sqrt(2), 3.0)
-    rng = np.random.default_rng(4)
-    doubling = threads.run_pure(counts, "doubling", 3.0, 0.001, math.sqrt(2), 0.001, 1.0, rng)
-    assert doubling.charges == ((0.001, 0.001),) * 5 and doubling.answers == 5
-    reduction = threads.run_pure(counts, "noise_reduction", 3.0, 0.001, math.sqrt(2), 0.001, 1.0, rng)
-    remaining = 3.0
-    for realised, worst in reduction.charges:
-        assert realised == pytest.approx(0.001) and worst == grid[grid <= remaining][-1]
-        remaining -= realised
-    eps_prime = 0.001
-    alg3 = threads.run_pure(counts, "alg3", 3.0, 0.001, math.sqrt(2), eps_prime, 1.0, rng)
-    remaining = 3.0
-    for realised, worst in alg3.charges:
-        fits = grid[2 * grid + eps_prime <= remaining * (1 + 1e-12)]
-        assert worst == pytest.approx(2 * fits[-1] + eps_prime)
-        assert realised == 0.0 or np.isclose(realised, 2 * fits + eps_prime).any()
-        remaining -= realised
-    assert sum(r > 0 for r, _ in alg3.charges) == alg3.answers == 5
-
-
-def test_thread_orders():
-    counts = np.array([3, 50, 7, 900])
-    assert threads.order_threads(counts, "given", np.random.default_rng(0)).tolist() == [3, 50, 7, 900]
-    assert threads.order_threads(counts, "by_count", np.random.default_rng(0)).tolist() == [900, 50, 7, 3]
-    shuffled = threads.order_threads(counts, "random", np.random.default_rng(0))
-    assert sorted(shuffled.tolist()) == [3, 7, 50, 900]
-    assert shuffled.tolist() == threads.order_threads(counts, "random", np.random.default_rng(0)).tolist()
-    # the runs take the threads in the order given: a tiny first thread ends doubling's run at once
-    first_small = threads.run_pure(np.array([1, 10**6, 10**6]), "doubling", 10.0, 0.001, math.sqrt(2), 0.001, 1.0,
-                                   np.random.default_rng(0))
-    assert first_small.answers == 0
 
 
 def test_alg3_trial_charges_thm13_costs_of_what_it_selected():

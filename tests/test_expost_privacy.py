@@ -238,7 +238,7 @@ def test_alg3_implementation_samples_the_exact_distribution():
 
 
 def threads_key(o, i):
-    """The order Tables 1-2 use (threads._alg3_attempt): 'accepted' outputs first (here: o >= 2), then the
+    """The order Tables 1-2 use (threads._select): 'accepted' outputs first (here: o >= 2), then the
     smaller index, then the smaller output - not the paper's lexicographic order."""
     return o >= 2, -i, -o
 
@@ -464,3 +464,58 @@ def test_alg3_theorem_13_with_repeated_mechanisms(alpha):
         assert total <= 1 + 1e-6
         # every copy's output is charged, so the bound must exceed the plain RDP of one run
         assert np.all(costs > eps)
+
+
+class _RecordNormals:
+    """A generator whose `normal` draws are kept: the Brownian method's path increments."""
+
+    def __init__(self, rng):
+        self.rng, self.draws = rng, []
+
+    def normal(self, loc, scale):
+        out = self.rng.normal(loc, scale)
+        self.draws.append(np.atleast_1d(out))
+        return out
+
+
+def _brownian_losses(counts, neighbour, s, runs, rng, method):
+    """Per run: the privacy loss log p_D / p_D' of the transcript (the released increments up to each
+    stop), from Gaussian densities (scipy), not from the W(t) + t/2 formula the proof uses; and the rho
+    the run was charged."""
+    losses, spent = np.empty(runs), np.empty(runs)
+    for r in range(runs):
+        recorder = _RecordNormals(rng)
+        out = method.run(counts, s, recorder)
+        loss, remaining = 0.0, s.rho
+        for (realised, _), noise, f, g in zip(out.charges, recorder.draws, counts, neighbour):
+            times = s.grid[baselines.zcdp_brownian_rho(s.grid) <= remaining * (1 + 1e-12)]
+            stop = int(np.argmin(np.abs(baselines.zcdp_brownian_rho(times) - realised)))
+            dt = np.diff(np.concatenate([[0.0], times[: stop + 1]]))
+            increments = f * dt + noise[: stop + 1]       # B(t_j) - B(t_{j-1}) = f dt + W increment
+            loss += float(np.sum(stats.norm.logpdf(increments, f * dt, np.sqrt(dt))
+                                 - stats.norm.logpdf(increments, g * dt, np.sqrt(dt))))
+            remaining -= realised
+        losses[r], spent[r] = loss, out.spent
+    return losses, spent
+
+
+@pytest.mark.parametrize("alpha", [2.0, 3.0])
+def test_brownian_stopped_adaptively_and_charged_t_over_2_is_rho_zcdp(alpha):
+    """Table 2's Brownian method in its zCDP filter: each thread's path stops at the first accepted
+    release (a data-dependent time) and is charged rho = t/2. Neighbours: every count differs by 1 (a
+    user in every thread). With L the privacy loss (from the Gaussian densities of the released
+    increments) and S the rho charged, E_D[exp((alpha - 1)(L - alpha S))] = 1 for every stopping rule
+    (the exponential martingale), so the charges are exact ex-post zCDP costs; as the filter keeps
+    S <= rho, D_alpha(D || D') <= alpha rho. Both by Monte Carlo, with counts at which runs stop early
+    in some trials and exhaust the budget in others."""
+    from dptradeoff.expost import threads
+    s = threads.Setting(budget=3.0, delta=1e-6, grid=baselines.geometric_grid(0.001, math.sqrt(2), 3.0))
+    counts, neighbour = np.array([150, 100, 70]), np.array([149, 99, 69])
+    losses, spent = _brownian_losses(counts, neighbour, s, 20_000, np.random.default_rng(11), threads.Brownian())
+    assert spent.max() <= s.rho * (1 + 1e-12) and spent.std() > 0.05 * s.rho    # the stopping is adaptive
+    tilted = np.exp((alpha - 1) * (losses - alpha * spent))
+    assert tilted.mean() == pytest.approx(1.0, abs=4 * tilted.std() / math.sqrt(len(tilted)))
+    moment = np.exp((alpha - 1) * losses)
+    divergence = float(np.log(moment.mean()) / (alpha - 1))
+    error = float(moment.std() / math.sqrt(len(moment)) / moment.mean() / (alpha - 1))
+    assert divergence <= alpha * s.rho + 4 * error

@@ -56,10 +56,13 @@ def _doubling(value: float, costs: np.ndarray, sigmas: np.ndarray, budget: float
 
 
 def doubling_laplace(value: float, grid: np.ndarray, budget: float, accept: Callable[[float, float], bool],
-                     rng: np.random.Generator) -> Release:
-    """Fresh Laplace(1/eps_i) releases (sd sqrt(2)/eps_i) while the running sum of eps_i fits in `budget`."""
-    return _doubling(value, grid, math.sqrt(2.0) / np.asarray(grid), budget, accept,
-                     lambda sigma: rng.laplace(0.0, sigma / math.sqrt(2.0)))
+                     rng: np.random.Generator, check_per_scale: float = 1.0) -> Release:
+    """Fresh Laplace(1/eps_i) releases while the running sum of eps_i fits in `budget`, starting at
+    grid[0]. `accept(y, sigma)` sees sigma = check_per_scale / eps_i: 1 is the Laplace scale b
+    (paper 004's check), sqrt(2) the standard deviation."""
+    grid = np.asarray(grid, dtype=float)
+    return _doubling(value, grid, check_per_scale / grid, budget, accept,
+                     lambda sigma: rng.laplace(0.0, sigma / check_per_scale))
 
 
 def laplace_noise_reduction_noises(grid: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -75,12 +78,13 @@ def laplace_noise_reduction_noises(grid: np.ndarray, rng: np.random.Generator) -
 
 
 def noise_reduction_laplace(value: float, grid: np.ndarray, accept: Callable[[float, float], bool],
-                            rng: np.random.Generator) -> Release:
+                            rng: np.random.Generator, check_per_scale: float = 1.0) -> Release:
     """Release value + eta_j for j = 0, 1, ... and stop at the first accepted; pays eps_j (ex post),
-    or the last eps when none is accepted. The whole grid must fit the budget before starting."""
+    or the last eps when none is accepted. The whole grid must fit the budget before starting.
+    `accept` sees sigma = check_per_scale / eps_j (as `doubling_laplace`)."""
     eta = laplace_noise_reduction_noises(grid, rng)
     for j, e in enumerate(grid):
-        y, sigma = value + eta[j], math.sqrt(2.0) / e
+        y, sigma = value + eta[j], check_per_scale / e
         if accept(y, sigma):
             return Release(y, sigma, j, float(e))
     return Release(None, math.nan, len(grid) - 1, float(grid[-1]))
@@ -117,18 +121,35 @@ def brownian_epsilon(t: float | np.ndarray, a: float, b: float):
     return a + (b + 0.5) * np.asarray(t, dtype=float)
 
 
-def brownian_noise_reduction(value: float, times: np.ndarray, boundary: tuple[float, float],
-                             accept: Callable[[float, float], bool], rng: np.random.Generator) -> Release:
-    """Release value + W(t_j)/t_j (noise sd 1/sqrt(t_j)) along one Brownian path; ex-post cost
-    brownian_epsilon(t_stop) (delta is the boundary's)."""
+def brownian_noise_reduction(value: float, times: np.ndarray, accept: Callable[[float, float], bool],
+                             rng: np.random.Generator, cost: Callable[[float], float]) -> Release:
+    """Release value + W(t_j)/t_j (noise sd 1/sqrt(t_j)) along one Brownian path and stop at the first
+    accepted; pays cost(t_stop), or cost(t_last) when none is accepted. The cost is the caller's
+    accounting: `zcdp_brownian_rho` (zCDP filter) or `brownian_epsilon` on a boundary (ex-post
+    (eps, delta))."""
     increments = rng.normal(0.0, np.sqrt(np.diff(np.concatenate([[0.0], times]))))
     w = np.cumsum(increments)
-    a, b = boundary
     for j, t in enumerate(times):
         y, sigma = value + w[j] / t, 1.0 / math.sqrt(t)
         if accept(y, sigma):
-            return Release(y, sigma, j, float(brownian_epsilon(t, a, b)))
-    return Release(None, math.nan, len(times) - 1, float(brownian_epsilon(times[-1], a, b)))
+            return Release(y, sigma, j, float(cost(t)))
+    return Release(None, math.nan, len(times) - 1, float(cost(times[-1])))
+
+
+def zcdp_brownian_rho(t: float | np.ndarray):
+    """What stopping the Brownian release (sensitivity 1) at time t costs in a zCDP filter: t/2.
+
+    Why this is a guarantee for a data-dependent stopping time: the released path up to t_j is a
+    post-processing of its increments B(t_i) - B(t_{i-1}) = (t_i - t_{i-1}) f + N(0, t_i - t_{i-1}),
+    each a Gaussian mechanism of sensitivity dt and variance dt, i.e. (dt/2)-zCDP, run one after
+    another with the decision to go on taken from the outputs so far. That is fully adaptive
+    composition with predictable costs, which a Renyi filter at every order covers (Feldman & Zrnic
+    2021's Renyi filter; Whitehouse et al. 2023): if the costs so far plus the next one never exceed rho,
+    the whole run is rho-zCDP. Directly: the privacy loss at t is W(t) + t/2, and
+    E[exp((a-1)(W(T) + T/2))] = E[M_T exp(a(a-1)T/2)] <= exp(a(a-1) rho) E[M_T] = exp(a(a-1) rho) for every stopping time
+    T <= 2 rho (M the exponential martingale, optional stopping). tests/test_expost_privacy.py
+    checks this bound by Monte Carlo with an independently computed likelihood ratio."""
+    return 0.5 * np.asarray(t, dtype=float)
 
 
 # --- Papernot & Steinke 2022 ---------------------------------------------------------------------

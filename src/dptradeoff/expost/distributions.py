@@ -13,7 +13,9 @@ from scipy import optimize, special
 
 from .. import UserError
 
-DROPPING = ("geometric", "exponential")
+# "none" never drops (k = 0): what paper 004's Table 1-2 numbers for Alg. 3 imply (README); Thms 11
+# and 13 do not cover it, and no table labels it a guarantee.
+DROPPING = ("geometric", "exponential", "none")
 
 
 def keep_probability_mean(eps: np.ndarray | float, eps_prime: float, dropping: str = "geometric", power: int = 1):
@@ -22,6 +24,8 @@ def keep_probability_mean(eps: np.ndarray | float, eps_prime: float, dropping: s
     power = 1 is the probability that one copy of a mechanism with budget eps is run by Alg. 3
     (its expected number of runs, tau_i, per copy); power = 2 gives the second moment."""
     eps = np.asarray(eps, dtype=float) * power
+    if dropping == "none":
+        return np.ones_like(eps)
     if dropping == "geometric":
         p = math.exp(-eps_prime)
         return -math.expm1(-eps_prime) / (1.0 - p * np.exp(-eps))
@@ -32,6 +36,8 @@ def keep_probability_mean(eps: np.ndarray | float, eps_prime: float, dropping: s
 
 def sample_k(eps_prime: float, dropping: str, rng: np.random.Generator, size=None):
     """The correlated dropping variable k of Algs. 2-3."""
+    if dropping == "none":
+        return np.zeros(size, dtype=np.int64) if size is not None else 0
     if dropping == "geometric":
         # numpy's geometric counts trials to the first success on {1, 2, ...}; ours counts failures.
         return rng.geometric(-math.expm1(-eps_prime), size=size) - 1

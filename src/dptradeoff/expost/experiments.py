@@ -3,6 +3,7 @@ results behind Tables 1-3, and the tables themselves (our mean +- std beside the
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -56,43 +57,53 @@ def invocation_curves(eps: float, eps_prime: float, max_mean: float, points: int
 
 # --- Tables 1-2 ------------------------------------------------------------------------------------
 
-def thread_trials(counts: np.ndarray, table: str, cfg: dict, trials: int, seed_parts: tuple) -> pd.DataFrame:
-    """Per-trial answers and precision of every method of `table` ("table1" pure DP, "table2" approximate)."""
-    grid = cfg["grid"]
+def thread_trials(counts_of_trial: Callable[[int], np.ndarray], table: str, cfg: dict, trials: int,
+                  seed_parts: tuple) -> pd.DataFrame:
+    """Per-trial answers and precision of every method of `table` ("table1" pure DP, "table2" approximate).
+
+    `counts_of_trial(trial)` gives the thread counts of a trial (a fresh synthetic draw per trial,
+    or the same histogram); every method of a trial sees the same counts in the same order."""
+    setting = threads.Setting.from_config(cfg)
+    methods = threads.methods(table, cfg)
     rows = []
-    methods = threads.PURE_METHODS if table == "table1" else threads.APPROX_METHODS
-    for method in methods:
-        for trial in range(trials):
-            rng = make_rng(*seed_parts, table, method, trial)
-            # the same thread order for every method of a trial
-            ordered = threads.order_threads(counts, cfg["thread_order"], make_rng(*seed_parts, "thread_order", trial))
-            if table == "table1":
-                t = cfg["table1"]
-                out = threads.run_pure(ordered, method, cfg["budget"], grid["start"], grid["ratio"], t["eps_prime"],
-                                       t["expected_runs"], rng)
-            else:
-                t = cfg["table2"]
-                out = threads.run_approx(ordered, method, cfg["budget"], cfg["delta"], grid["start"], grid["ratio"],
-                                         t["eps_prime"], t["expected_runs"], t["alpha"], t["window"], rng)
-            rows.append({"method": method, "trial": trial, "answers": out.answers, "correct": out.correct,
+    for trial in range(trials):
+        ordered = threads.order_threads(counts_of_trial(trial), cfg["thread_order"],
+                                        make_rng(*seed_parts, "thread_order", trial))
+        for method in methods:
+            out = method.run(ordered, setting, make_rng(*seed_parts, table, method.name, trial))
+            rows.append({"method": method.name, "trial": trial, "answers": out.answers, "correct": out.correct,
                          "precision": out.precision, "spent": out.spent})
     return pd.DataFrame(rows)
 
 
-def thread_table(frames: dict[str, pd.DataFrame], table: str) -> pd.DataFrame:
-    """One row per dataset: our precision and answers (mean, std over trials) beside the paper's."""
+def guarantees(table: str, cfg: dict) -> dict[str, str]:
+    """What each method's numbers guarantee, as printed beside them. An order that reads the true counts
+    (`by_count`) makes every guarantee conditional on that ranking being public."""
+    setting = threads.Setting.from_config(cfg)
+    condition = ("; only if the ranking of the threads by count is public (thread_order by_count reads the true "
+                 "counts)" if cfg["thread_order"] == "by_count" else "")
+    return {m.name: m.guarantee(setting) + ("" if m.guarantee(setting).startswith("NONE") else condition)
+            for m in threads.methods(table, cfg)}
+
+
+def thread_table(frames: dict[str, pd.DataFrame], table: str, cfg: dict) -> pd.DataFrame:
+    """One row per dataset and method: our precision and answers (mean, sd over trials), what they
+    guarantee, and the paper's values for that method (for an `*_as_published` mode: the paper's
+    column it reproduces)."""
     paper = PAPER_TABLE1 if table == "table1" else PAPER_TABLE2
+    labels = guarantees(table, cfg)
     out = []
     for row, frame in frames.items():
-        record = {"dataset": row}
         for method, g in frame.groupby("method", sort=False):
-            record[f"{method}_precision"] = g["precision"].mean()
-            record[f"{method}_precision_sd"] = g["precision"].std(ddof=0)
-            record[f"{method}_answers"] = g["answers"].mean()
-            record[f"{method}_answers_sd"] = g["answers"].std(ddof=0)
-        for method, values in paper.get(row, {}).items():
-            record[f"paper_{method}_precision"], _, record[f"paper_{method}_answers"], _ = values
-        out.append(record)
+            record = {"dataset": row, "method": method, "guarantee": labels[method],
+                      "precision": g["precision"].mean(), "precision_sd": g["precision"].std(ddof=0),
+                      "answers": g["answers"].mean(), "answers_sd": g["answers"].std(ddof=0)}
+            published = paper.get(row, {}).get(method.removesuffix("_as_published"))
+            if published is not None:
+                record.update(zip(("paper_precision", "paper_precision_sd", "paper_answers", "paper_answers_sd"),
+                                  published))
+                record["answers_within_paper_sd"] = bool(abs(record["answers"] - published[2]) <= published[3])
+            out.append(record)
     return pd.DataFrame(out)
 
 
@@ -101,9 +112,9 @@ def thread_table(frames: dict[str, pd.DataFrame], table: str) -> pd.DataFrame:
 def load_task(dataset: str, train_path: str, test_path: str, table3: dict) -> tuple[ml.TaskData, dict]:
     """The prepared task and the provenance every Table 3 file carries."""
     task = ml.prepare(dataset, *read_matrix(train_path), *read_matrix(test_path), table3["thresholds"][dataset],
-                      table3["twitter_target_bound"])
+                      table3["twitter_target_bound"], table3.get("mnist_model") if dataset == "mnist" else None)
     meta = {"dataset": dataset, "source_label": read_provenance(train_path).get("source_label", "unknown"),
-            "threshold": table3["thresholds"][dataset]}
+            "threshold": table3["thresholds"][dataset], "model": task.model}
     return task, meta
 
 

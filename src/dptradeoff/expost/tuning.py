@@ -33,17 +33,21 @@ def expected_runs(eps: Sequence[float], eps_prime: float, dropping: str) -> floa
     return float(np.sum(keep_probability_mean(np.asarray(eps, dtype=float), eps_prime, dropping)))
 
 
-def rdp_cost(eps: np.ndarray, eps_prime: float, alpha: float, copies: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+def rdp_cost(eps: np.ndarray, eps_prime: float, alpha: float, copies: np.ndarray | None = None,
+             tau: float | None = None) -> tuple[np.ndarray, float]:
     """Thm 13's ex-post RDP at order alpha of an output of each distinct mechanism, and of bottom.
 
     eps: the RDP at order alpha of each distinct mechanism; copies: how many times each is
     given to Alg. 3 (default once). For each i, l_i >= 0 minimises the bound; the sum over
-    j != i counts every copy (including the other copies of i itself)."""
+    j != i counts every copy (including the other copies of i itself). tau defaults to Thm 13's
+    expected number of runs under exponential dropping; only the as-published reproduction
+    (threads.Alg3GaussianAsPublished, no dropping, not a guarantee) passes the number of candidates."""
     eps = np.asarray(eps, dtype=float)
     copies = np.ones(len(eps)) if copies is None else np.asarray(copies, dtype=float)
     if not alpha > 1:
         raise UserError(f"The RDP order alpha must be > 1, got {alpha}.")
-    tau = float(np.sum(copies * keep_probability_mean(eps, eps_prime, "exponential")))
+    if tau is None:
+        tau = float(np.sum(copies * keep_probability_mean(eps, eps_prime, "exponential")))
     log_tau = math.log(tau + 1.0)
     costs = np.empty(len(eps))
     for i, e in enumerate(eps):
