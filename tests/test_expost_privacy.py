@@ -478,44 +478,63 @@ class _RecordNormals:
         return out
 
 
-def _brownian_losses(counts, neighbour, s, runs, rng, method):
-    """Per run: the privacy loss log p_D / p_D' of the transcript (the released increments up to each
-    stop), from Gaussian densities (scipy), not from the W(t) + t/2 formula the proof uses; and the rho
-    the run was charged."""
-    losses, spent = np.empty(runs), np.empty(runs)
-    for r in range(runs):
+def _brownian_runs(counts, s, runs, rng, method):
+    """Per run: the released increments of every thread up to its stop, and the charges. The stop is
+    recomputed from the released values alone (the first y_j = B(t_j)/t_j that passes the accept test)
+    and must match what the method charged: t_stop/2."""
+    from dptradeoff.expost import threads
+    transcripts = []
+    for _ in range(runs):
         recorder = _RecordNormals(rng)
         out = method.run(counts, s, recorder)
-        loss, remaining = 0.0, s.rho
-        for (realised, _), noise, f, g in zip(out.charges, recorder.draws, counts, neighbour):
+        transcript, remaining = [], s.rho
+        for (realised, worst), noise, f in zip(out.charges, recorder.draws, counts):
             times = s.grid[baselines.zcdp_brownian_rho(s.grid) <= remaining * (1 + 1e-12)]
-            stop = int(np.argmin(np.abs(baselines.zcdp_brownian_rho(times) - realised)))
-            dt = np.diff(np.concatenate([[0.0], times[: stop + 1]]))
-            increments = f * dt + noise[: stop + 1]       # B(t_j) - B(t_{j-1}) = f dt + W increment
-            loss += float(np.sum(stats.norm.logpdf(increments, f * dt, np.sqrt(dt))
-                                 - stats.norm.logpdf(increments, g * dt, np.sqrt(dt))))
+            assert worst == pytest.approx(float(baselines.zcdp_brownian_rho(times[-1])))
+            dt = np.diff(np.concatenate([[0.0], times]))
+            released = np.cumsum(f * dt + noise) / times
+            passed = [j for j in range(len(times)) if threads.accepted(released[j], 1 / math.sqrt(times[j]))]
+            stop = passed[0] if passed else len(times) - 1
+            assert realised == pytest.approx(float(baselines.zcdp_brownian_rho(times[stop])))
+            transcript.append((dt[: stop + 1], (f * dt + noise)[: stop + 1]))
             remaining -= realised
-        losses[r], spent[r] = loss, out.spent
-    return losses, spent
+        transcripts.append((transcript, out.charges, out.spent))
+    return transcripts
+
+
+def _privacy_loss(transcript, counts, neighbour):
+    """log p_D / p_D' of the released increments, from their Gaussian densities (scipy), not from the
+    W(t) + t/2 formula the proof uses."""
+    return sum(float(np.sum(stats.norm.logpdf(x, f * dt, np.sqrt(dt)) - stats.norm.logpdf(x, g * dt, np.sqrt(dt))))
+               for (dt, x), f, g in zip(transcript, counts, neighbour))
 
 
 @pytest.mark.parametrize("alpha", [2.0, 3.0])
 def test_brownian_stopped_adaptively_and_charged_t_over_2_is_rho_zcdp(alpha):
     """Table 2's Brownian method in its zCDP filter: each thread's path stops at the first accepted
     release (a data-dependent time) and is charged rho = t/2. Neighbours: every count differs by 1 (a
-    user in every thread). With L the privacy loss (from the Gaussian densities of the released
-    increments) and S the rho charged, E_D[exp((alpha - 1)(L - alpha S))] = 1 for every stopping rule
-    (the exponential martingale), so the charges are exact ex-post zCDP costs; as the filter keeps
-    S <= rho, D_alpha(D || D') <= alpha rho. Both by Monte Carlo, with counts at which runs stop early
-    in some trials and exhaust the budget in others."""
+    user in every thread). With L the privacy loss of the released increments and S the rho charged,
+    E_D[exp((alpha - 1)(L - alpha S))] = 1 for every stopping rule that reads only the releases (the
+    exponential martingale), so the charges are exact ex-post zCDP costs, and with S <= rho the run is
+    rho-zCDP. Checked by Monte Carlo with counts at which runs stop early in some trials and exhaust the
+    budget in others; the stops are recomputed from the released values, and the stopping pattern's
+    probability under D' is checked against its likelihood-ratio estimate from D (a stopping rule that
+    read the data rather than the releases would fail that)."""
     from dptradeoff.expost import threads
     s = threads.Setting(budget=3.0, delta=1e-6, grid=baselines.geometric_grid(0.001, math.sqrt(2), 3.0))
     counts, neighbour = np.array([150, 100, 70]), np.array([149, 99, 69])
-    losses, spent = _brownian_losses(counts, neighbour, s, 20_000, np.random.default_rng(11), threads.Brownian())
+    runs = _brownian_runs(counts, s, 10_000, np.random.default_rng(11), threads.Brownian())
+    losses = np.array([_privacy_loss(t, counts, neighbour) for t, _, _ in runs])
+    spent = np.array([sp for *_, sp in runs])
     assert spent.max() <= s.rho * (1 + 1e-12) and spent.std() > 0.05 * s.rho    # the stopping is adaptive
     tilted = np.exp((alpha - 1) * (losses - alpha * spent))
     assert tilted.mean() == pytest.approx(1.0, abs=4 * tilted.std() / math.sqrt(len(tilted)))
-    moment = np.exp((alpha - 1) * losses)
-    divergence = float(np.log(moment.mean()) / (alpha - 1))
-    error = float(moment.std() / math.sqrt(len(moment)) / moment.mean() / (alpha - 1))
-    assert divergence <= alpha * s.rho + 4 * error
+    # the stopping pattern's law under D' (run directly) equals E_D[e^{-L} 1{pattern}]
+    patterns = [charges for _, charges, _ in runs]
+    on_neighbour = [charges for _, charges, _ in _brownian_runs(neighbour, s, 10_000, np.random.default_rng(12),
+                                                                threads.Brownian())]
+    for pattern in sorted(set(patterns), key=patterns.count)[-3:]:
+        weights = np.exp(-losses) * np.array([p == pattern for p in patterns])
+        frequency = np.mean([p == pattern for p in on_neighbour])
+        error = math.sqrt(weights.var() / len(weights) + frequency * (1 - frequency) / len(on_neighbour))
+        assert weights.mean() == pytest.approx(frequency, abs=5 * error), pattern

@@ -38,8 +38,9 @@ def test_acceptance_check_is_the_papers():
 @pytest.mark.parametrize("accept_sigma, per_scale", [("laplace_scale", 1.0), ("standard_deviation", math.sqrt(2))])
 def test_the_accept_test_sees_the_configured_sigma_and_the_noise_is_laplace_of_scale_one_over_eps(accept_sigma,
                                                                                                    per_scale):
-    """The paper's check uses sigma = b = 1/eps for Laplace noise; `standard_deviation` uses sqrt(2) b.
-    Either way the noise itself is Laplace(1/eps): the check is post-processing."""
+    """`laplace_scale` (what reproduces the paper, whose text says standard deviation) uses sigma = b = 1/eps
+    for Laplace noise; `standard_deviation` uses sqrt(2) b. Either way the noise itself is Laplace(1/eps):
+    the check is post-processing."""
     s = setting(accept_sigma=accept_sigma)
     assert s.laplace_check == per_scale
     seen = []

@@ -9,7 +9,8 @@ ORDER_NOTES = {
              "which reads no count",
     "random": "a seeded random order per trial, which reads no count",
     "by_count": "decreasing TRUE count, as the paper's numbers need: this order reads the private counts, so every "
-                "guarantee holds only if that ranking is public (e.g. from last year's counts)",
+                "guarantee holds only if that ranking is public (e.g. from last year's counts) and only for neighbours "
+                "that keep it; without such a public ranking these numbers are NOT covered by the stated budget",
 }
 
 with rule_context(snakemake):

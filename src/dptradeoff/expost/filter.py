@@ -9,7 +9,9 @@ What the filter's total guarantees depends on what the costs are; it holds exact
   eps_i(o)): the run is budget-DP (Rogers et al. 2016; Lebensold et al. 2024; paper 004 Alg. 4);
 - the costs are ex-post RDP at one fixed order alpha: the run is (alpha, budget) ex-post RDP
   (paper 004 Thm 16), converted by Lemma 7;
-- the costs are zCDP rhos chosen before each mechanism runs (fully adaptive zCDP composition);
+- the costs are zCDP rhos chosen before each mechanism runs (fully adaptive zCDP composition),
+  or rho = t_stop/2 of a Brownian path stopped on its own releases (its increments are Gaussian
+  mechanisms whose costs are known before each runs: baselines.zcdp_brownian_rho);
 - the costs are approximate-DP epsilons only in two cases: each (eps_i, delta_i) is fixed before
   mechanism i runs (Rogers et al.'s basic-composition filter), or each mechanism bounds its own
   privacy loss random variable by its realised eps_i(o) except with probability delta_i, as

@@ -9,8 +9,8 @@ numbers, README "Ex-post private tuning"; the same for every method of a table):
   sigma^2 = 1/eps_i, i.e. rho_i = eps_i / 2 zCDP, under the total rho with
   rho + 2 sqrt(rho log(1/delta)) = budget (1.353 for (10, 1e-6)).
 - An estimate y is *accepted* when |y| >= s and |(y + s)/(y - s)| is in [0.9, 1.1]; s is the
-  Gaussian's sigma, and for Laplace noise `Setting.laplace_check` times the scale b (paper: s = b,
-  config `expost.accept_sigma`). The check sees only y and the public level: post-processing.
+  Gaussian's sigma, and for Laplace noise `Setting.laplace_check` times the scale b (config
+  `expost.accept_sigma`; the paper says the standard deviation, but s = b reproduces its numbers). The check sees only y and the public level: post-processing.
 - "Produced answers" counts the accepted estimates; "precision" is the fraction of them within
   10% of the true count.
 
@@ -220,13 +220,15 @@ class Alg3AsPublished:
     """What reproduces paper 004's Alg. 3 column: every level that fits runs exactly once (no random
     dropping), the accepted estimate with the smallest level is output and charged 2 eps + eps'
     (Thm 11), and the run ends at the first thread with no accepted level. Without dropping Thm 11
-    does not apply: the output is the best of every level's release, whose privacy loss is bounded
-    only by the sum of the levels run."""
+    does not apply: with the order "accepted first, then the smaller level", the output has the
+    distribution of doubling's first accepted release, whose loss at level i is the sum of the levels
+    up to i (~3.4 eps_i on this grid), not 2 eps_i + eps'."""
     eps_prime: float
     name = "alg3_as_published"
 
     def guarantee(self, s: Setting) -> str:
-        return "NONE: no random dropping, so Thm 11's charge 2 eps_i + eps' is not a guarantee (as published)"
+        return ("NONE: no random dropping, so Thm 11's charge 2 eps_i + eps' is not a guarantee (as published; an output "
+                "at level i is distributed as doubling's, whose loss is the sum of the levels up to i, ~3.4 eps_i)")
 
     def run(self, counts, s: Setting, rng) -> Outcome:
         filt, tally = ExPostFilter(s.budget), _Tally()
@@ -349,7 +351,7 @@ class Alg3GaussianAsPublished:
 
     def guarantee(self, s: Setting) -> str:
         return (f"NONE: no random dropping, so Thm 13's charge at order {self.alpha:g} (fitted to the paper) is not "
-                f"a guarantee (as published)")
+                f"a guarantee (as published; the output is distributed as Gaussian doubling's)")
 
     def run(self, counts, s: Setting, rng) -> Outcome:
         filt, tally = ExPostFilter(dp_to_rdp_budget(s.budget, self.alpha, s.delta)), _Tally()
