@@ -80,8 +80,9 @@ def guarantees(table: str, cfg: dict) -> dict[str, str]:
     """What each method's numbers guarantee, as printed beside them. An order that reads the true counts
     (`by_count`) makes every guarantee conditional on that ranking being public."""
     setting = threads.Setting.from_config(cfg)
-    condition = ("; only if the ranking of the threads by count is public (thread_order by_count reads the true "
-                 "counts)" if cfg["thread_order"] == "by_count" else "")
+    condition = ("; only if the ranking of the threads by count is public, and only for neighbours that keep it "
+                 "(thread_order by_count reads the true counts; without such a public ranking these numbers are NOT "
+                 "covered by the stated budget)" if cfg["thread_order"] == "by_count" else "")
     return {m.name: m.guarantee(setting) + ("" if m.guarantee(setting).startswith("NONE") else condition)
             for m in threads.methods(table, cfg)}
 
