@@ -45,10 +45,12 @@ TINY = {
                   "grid": {"learning_rate": [0.01, 0.1], "epochs": [1], "lot_size": [256], "clip": [1.0]}},
     },
     "taylor": {
-        "datasets": ["adult", "gisette"], "losses": ["logistic", "huber"], "c": 0.25, "lambda": 1e-6, "solver": "gd",
-        "iterations": 20, "learning_rate": 0.01, "repeats": 2, "samples": 500,
+        "datasets": ["adult", "gisette"], "losses": ["logistic", "huber"], "c": 0.25, "lambda": 1e-6,
+        "readings": [{"name": "default", "solver": "exact", "noise": "dp"},
+                     {"name": "paper", "solver": "sgd", "noise": "as_published"}],
+        "iterations": 20, "learning_rate": 0.01, "batch_size": 50, "repeats": 2, "samples": 500,
         "targets": {"start": 0.1, "stop": 0.5, "step": 0.1}, "measuring": [0.1, 0.3], "fig1_measuring": [0.1],
-        "fig2": {"datasets": ["adult"], "samples": [200, 500], "repeats": 1},
+        "fig2": {"datasets": ["adult"], "samples": [200, 500], "repeats": 1, "reading": "default"},
     },
 }
 
@@ -88,14 +90,20 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
         assert set(table["dataset"]) == rows and "source" in table and "trials" in table, n
         assert "Config:" in path.read_text().splitlines()[0]
     table1 = read(str(work / "tables/expost_table1.csv"))
-    assert (table1["trials"] == 2).all() and table1.set_index("dataset").loc["S8000", "doubling_answers"] > 0
-    # the default thread order reads no count, and the table says so
-    assert "which reads no count" in (work / "tables/expost_table1.csv").read_text().splitlines()[0]
-    assert "embedded" in table1.set_index("dataset").loc["Reddit", "source"]
+    by_method = table1.set_index(["dataset", "method"])
+    assert (table1["trials"] == 2).all() and by_method.loc[("S8000", "doubling"), "answers"] > 0
+    # every method is labelled with its guarantee; the as-published mode with none; the default thread
+    # order reads the true counts, and both the note and the guarantees say so
+    assert by_method.loc[("S8000", "alg3_as_published"), "guarantee"].startswith("NONE")
+    assert "ranking of the threads by count is public" in by_method.loc[("S8000", "alg3"), "guarantee"]
+    assert "reads the private counts" in (work / "tables/expost_table1.csv").read_text().splitlines()[0]
+    assert by_method.loc[("S8000", "doubling"), "paper_answers"] == 14.77
+    assert "embedded" in by_method.loc[("Reddit", "doubling"), "source"]
     # papers 003 and 002
     for name in ("proposetest_fig1", "proposetest_fig2", "taylor_fig1", "taylor_fig2"):
         assert (work / f"figures/{name}.pdf").read_bytes().startswith(b"%PDF"), name
     adult = read(str(work / "tables/proposetest_adult.csv"))
     assert len(adult) == 1 and adult["epsilon_total"].iloc[0] >= adult["epsilon_total_realised_not_a_guarantee"].iloc[0] > 1.0
     taylor = read(str(work / "tables/taylor_table1.csv"))
-    assert len(taylor) == 8 and set(taylor["derivative"]) == {"eq6", "unrolled"}
+    assert len(taylor) == 12 and set(zip(taylor["reading"], taylor["derivative"])) == {
+        ("default", "eq6"), ("paper", "eq6"), ("paper", "unrolled")}

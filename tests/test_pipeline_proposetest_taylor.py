@@ -37,20 +37,31 @@ def test_proposetest_and_taylor_outputs(run_snakemake, tmp_path):
     assert "NOT COVERED BY ANY DP GUARANTEE" in diagnostics.read_text().splitlines()[0]
     assert 0 <= read(str(diagnostics))["best_validation_utility"].iloc[0] <= 1
     table = read(str(work / "tables/taylor_table1.csv"))
-    assert len(table) == 8 and {"error_0.10", "error_0.30", "paper_0.10"} <= set(table.columns)
+    assert len(table) == 12 and {"error_0.10", "error_0.30", "paper_0.10", "guarantee", "loss_at_theta_0"} <= set(table.columns)
     assert (table["n"] <= 500).all() and (table[["error_0.10", "error_0.30"]] >= 0).all().all()
-    run = work / "results/taylor/adult/logistic/n500-r2.parquet"
-    assert read_provenance(run)["n"] == 500 and read_frame(str(run))["repeat"].nunique() == 2
+    # every row says how it was trained and what covers it: only the default reading (exact, dp noise) is eps-DP
+    by_reading = table.groupby("reading").first()
+    assert tuple(by_reading.loc["default", ["solver", "noise"]]) == ("exact", "dp")
+    assert tuple(by_reading.loc["paper", ["solver", "noise"]]) == ("sgd", "as_published")
+    assert table.loc[table["reading"] == "default", "guarantee"].str.startswith("eps-DP").all()
+    assert table.loc[table["reading"] == "paper", "guarantee"].str.startswith("not eps-DP").all()
+    assert "not eps-DP" in (work / "tables/taylor_table1.md").read_text()
+    for reading in ("default", "paper"):
+        run = work / f"results/taylor/{reading}/adult/logistic/n500-r2.parquet"
+        meta = read_provenance(run)
+        assert meta["n"] == 500 and meta["reading"] == reading and read_frame(str(run))["repeat"].nunique() == 2
+        assert meta["guarantee"] == table.loc[table["reading"] == reading, "guarantee"].iloc[0]
     for name in ("proposetest_fig1", "taylor_fig1", "taylor_fig2"):
         assert b"seed" in (work / f"figures/{name}.pdf").read_bytes()
 
 
-def test_fig1_measuring_outside_measuring_is_refused(run_snakemake, tmp_path):
+@pytest.mark.parametrize("key, value", [("fig1_measuring", [0.2]), ("fig2", {**TINY["taylor"]["fig2"], "reading": "nope"})])
+def test_taylor_config_errors_are_refused_before_anything_runs(run_snakemake, tmp_path, key, value):
     bad = copy.deepcopy(TINY["taylor"])
-    bad["fig1_measuring"] = [0.2]
+    bad[key] = value
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump({"taylor": bad}))
     work = tmp_path / "work"
     done = run_snakemake(work, "figures/taylor_fig1.pdf", "--cores", "1", f"--configfile={path}")
-    assert done.returncode != 0 and "taylor.fig1_measuring" in done.stderr
+    assert done.returncode != 0 and f"taylor.{key}" in done.stderr
     assert not (work / "results").exists()

@@ -7,7 +7,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dptradeoff.taylor import estimate, objective_perturbation as op
+from dptradeoff import config as configuration
+from dptradeoff.plots import proposetest_taylor
+from dptradeoff.taylor import estimate, experiments, objective_perturbation as op
+from dptradeoff.taylor.experiments import Reading
+from conftest import REPO
 
 
 def problem(n=300, d=5, seed=0):
@@ -40,17 +44,19 @@ def test_noise_has_density_proportional_to_exp_minus_beta_norm():
     assert np.abs(directions.mean(axis=0)).max() < 0.02      # uniform direction
 
 
+@pytest.mark.parametrize("noise", sorted(op.NOISES))
 @pytest.mark.parametrize("loss", ["logistic", "huber"])
 @pytest.mark.parametrize("eps, lam", [(0.3, 0.01), (3.0, 0.01), (0.3, 1e-3)])
-def test_eq6_derivative_matches_finite_difference(loss, eps, lam):
+def test_eq6_derivative_matches_finite_difference(loss, eps, lam, noise):
+    """Exact minimiser: eq. 6 (with b' = -b beta'/beta, both noise laws' shared draws) is the slope of the actual loss."""
     x, y, rng = problem()
     c = 0.25
-    shape = op.noise_shape(x.shape[1], rng, 1)[0]
+    shape = op.NOISES[noise].shapes(x.shape[1], rng, 1)[0]
 
     def solve(e):
         nz = op.noise_parameters(e, len(x), lam, c)
         b = shape / nz.beta
-        return op.train(x, y, loss, c, lam, np.array([nz.delta]), b[None], "exact", 0, 0.0)[0], nz, b
+        return op.minimise(x, y, loss, c, lam, np.array([nz.delta]), b[None])[0], nz, b
 
     theta, nz, b = solve(eps)
     h = 1e-4
@@ -87,18 +93,49 @@ def test_huber_loss_is_continuous_with_bounded_curvature():
     np.testing.assert_allclose(np.gradient(value, z)[1:-1], first[1:-1], atol=2e-3)
 
 
+@pytest.mark.parametrize("solver", [op.GradientDescent(100, 0.5), op.MinibatchSGD(5, 0.5, 30)], ids=["gd", "sgd"])
 @pytest.mark.parametrize("loss", ["logistic", "huber"])
-def test_unrolled_derivative_of_gradient_descent_matches_finite_difference(loss):
+def test_unrolled_derivative_of_the_iterate_matches_finite_difference(loss, solver):
     x, y, rng = problem(n=200, d=4, seed=3)
     c, lam, eps = 0.25, 0.01, 0.4
     shape = op.noise_shape(x.shape[1], rng, 1)[0]
     h = 1e-5
     noises = [op.noise_parameters(e, len(x), lam, c) for e in (eps - h, eps, eps + h)]
-    thetas, jacs = op.train_gd_with_derivative(x, y, loss, c, lam, noises, shape, 100, 0.5)
-    # the same iterate as the plain solver
-    b = np.stack([shape / nz.beta for nz in noises])
-    np.testing.assert_allclose(thetas, op.train(x, y, loss, c, lam, np.array([nz.delta for nz in noises]), b, "gd", 100, 0.5))
+    thetas, jacs = solver.train(x, y, loss, c, lam, noises, shape, np.random.default_rng(4))
     np.testing.assert_allclose(jacs[1], (thetas[2] - thetas[0]) / (2 * h), rtol=1e-4, atol=1e-8)
+
+
+def _sgd_by_hand(x, y, loss, c, lam, nz, shape, order, batch_size, epochs, lr):
+    """Iyengar et al.'s psgd_minibatched written out for one eps: fixed batches of the permuted rows, epochs passes."""
+    n = len(x)
+    theta, steps = np.zeros(x.shape[1]), 0
+    for _ in range(epochs):
+        for start in range(0, n, batch_size):
+            rows = order[start:start + batch_size]
+            z = y[rows] * (x[rows] @ theta)
+            grad = (op.loss_terms(loss, z, c)[1] * y[rows]) @ x[rows] / len(rows)
+            theta = theta - lr * (grad + (lam + nz.delta) * theta + shape / (nz.beta * n))
+            steps += 1
+    return theta, steps
+
+
+@pytest.mark.parametrize("n", [120, 150])
+def test_sgd_takes_epochs_times_ceil_n_over_batch_steps(n):
+    """Iyengar et al.'s reading of "100 iterations": epochs over ceil(n/50) batches (16,000 steps at n = 8,000)."""
+    assert op.MinibatchSGD(100, 0.01).steps(8000) == 16_000
+    solver = op.MinibatchSGD(3, 0.3, 50)
+    batches = solver.batches(n)
+    assert len(batches) == solver.steps(n) == 3 * math.ceil(n / 50)
+    epoch = batches[:math.ceil(n / 50)]
+    assert sorted(i for b in epoch for i in range(n)[b]) == list(range(n))   # an epoch sees every row once
+    x, y, rng = problem(n=n, d=4, seed=5)
+    nz = op.noise_parameters(0.5, n, 0.01, 0.25)
+    shape = op.noise_shape(4, rng, 1)[0]
+    theta = solver.train(x, y, "logistic", 0.25, 0.01, [nz], shape, np.random.default_rng(9))[0][0]
+    order = np.random.default_rng(9).permutation(n)
+    by_hand, steps = _sgd_by_hand(x, y, "logistic", 0.25, 0.01, nz, shape, order, 50, 3, 0.3)
+    assert steps == solver.steps(n)
+    np.testing.assert_allclose(theta, by_hand, rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("loss", ["logistic", "huber"])
@@ -114,10 +151,11 @@ def test_row_space_form_equals_the_feature_space_form(loss):
     noises = [op.noise_parameters(e, n, lam, c) for e in (0.05, 0.3, 1.0, 4.0)]   # delta_eps > 0 and = 0
     shape = op.noise_shape(d, rng, 1)[0]
     gram = x @ x.T
-    plain = op.train_gd_with_derivative(x, y, loss, c, lam, noises, shape, 100, 0.5)
-    rows = op.train_gd_with_derivative(x, y, loss, c, lam, noises, shape, 100, 0.5, gram)
-    for ours, theirs in zip(rows, plain):
-        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12 * np.abs(theirs).max())
+    for solver in (op.GradientDescent(100, 0.5), op.MinibatchSGD(10, 0.5, 15)):   # full and partial batches
+        plain = solver.train(x, y, loss, c, lam, noises, shape, np.random.default_rng(2))
+        rows = solver.train(x, y, loss, c, lam, noises, shape, np.random.default_rng(2), gram)
+        for ours, theirs in zip(rows, plain):
+            np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12 * np.abs(theirs).max())
     theta, v = plain[0][1], rng.normal(size=d)
     np.testing.assert_allclose(estimate.solve_w(x, y, theta, loss, c, 0.01, v, gram),
                                estimate.solve_w(x, y, theta, loss, c, 0.01, v), rtol=1e-10)
@@ -170,3 +208,112 @@ def test_objective_perturbation_privacy_loss_from_the_density_of_theta(eps, lam)
             worst = max(worst, np.abs(ratio).max())
     assert worst <= eps + 1e-9
     assert worst >= 0.4 * eps    # the grid reaches the bound's order: the check can fail
+
+
+@pytest.mark.parametrize("configfile", [[], ["config/paper.yaml"]], ids=["config.yaml", "paper.yaml"])
+def test_default_reading_is_the_exact_minimiser_with_dp_noise(configfile, monkeypatch):
+    """The first reading, the one Fig. 2 runs, is the only one Chaudhuri et al.'s eps-DP proof covers."""
+    monkeypatch.chdir(REPO)
+    taylor = configuration.load(configfile)["taylor"]
+    first = taylor["readings"][0]
+    assert (first["name"], first["solver"], first["noise"]) == ("default", "exact", "dp")
+    assert taylor["fig2"]["reading"] == "default"
+    default = experiments.reading(taylor, "default")
+    assert isinstance(default.solver, op.Exact) and default.guarantee.startswith("eps-DP")
+    paper = experiments.reading(taylor, "paper")
+    assert isinstance(paper.solver, op.MinibatchSGD) and paper.solver.steps(8000) == 16_000
+    assert paper.noise.name == "as_published"
+
+
+def test_noise_modes_are_labelled_with_their_guarantee():
+    exact, gd = op.Exact(), op.GradientDescent(100, 0.01)
+    dp, published = op.NOISES["dp"], op.NOISES["as_published"]
+    assert Reading("a", exact, dp).guarantee.startswith("eps-DP") and "not eps-DP" not in Reading("a", exact, dp).label
+    for how in (Reading("b", exact, published), Reading("c", gd, dp), Reading("d", op.MinibatchSGD(100, 0.01), published)):
+        assert how.guarantee.startswith("not eps-DP") and how.label.endswith("not eps-DP"), how
+    assert "Laplace" in Reading("b", exact, published).guarantee and "Laplace" not in Reading("c", gd, dp).guarantee
+    assert "exact minimiser" in Reading("c", gd, dp).guarantee
+
+
+def test_per_coordinate_noise_is_paper_eq12_and_eq13():
+    """as_published: independent Laplace(1/beta) coordinates (eq. 12 from uniforms), b'_eps = -b beta'/beta as eq. 13
+    writes it out, uniforms drawn once and shared by every eps."""
+    law, d, n, lam, c = op.NOISES["as_published"], 6, 10_000, 1e-6, 0.25
+    shapes = law.shapes(d, np.random.default_rng(0), 20_000)
+    beta = 0.7
+    for j in range(d):
+        assert stats.kstest(shapes[:, j] / beta, stats.laplace(scale=1 / beta).cdf).pvalue > 1e-3
+    assert np.abs(np.corrcoef(shapes.T) - np.eye(d)).max() < 0.03          # independent coordinates
+    u = np.random.default_rng(1).random(d)
+    eps, h = 0.3, 1e-6
+    nz = op.noise_parameters(eps, n, lam, c)
+    b = op.laplace_from_uniforms(u) / nz.beta
+    eq13 = np.where(u <= 0.5, -np.log(2 * u), np.log(2 - 2 * u)) * nz.d_beta / nz.beta**2
+    np.testing.assert_allclose(-b * nz.d_beta / nz.beta, eq13, rtol=1e-12)
+    up, down = (op.laplace_from_uniforms(u) / op.noise_parameters(e, n, lam, c).beta for e in (eps + h, eps - h))
+    np.testing.assert_allclose((up - down) / (2 * h), eq13, rtol=1e-6)
+
+
+class _CountingNoise:
+    """A noise law that counts its draws."""
+    def __init__(self, law):
+        self.law, self.calls = law, 0
+        self.name, self.dp, self.description = law.name, law.dp, law.description
+
+    def shapes(self, d, rng, size):
+        self.calls += 1
+        return self.law.shapes(d, rng, size)
+
+
+def _small_measure(solver, noise, repeats=2):
+    x, y, _ = problem(n=150, d=4, seed=6)
+    cfg = {"c": 0.25, "lambda": 0.01, "repeats": repeats}
+    how = Reading("r", solver, noise)
+    return how, experiments.measure(x, y, "logistic", how, cfg, [0.1, 0.2, 0.3, 0.5], [0.2, 0.4], ("test", 1))
+
+
+@pytest.mark.parametrize("solver", [op.Exact(), op.MinibatchSGD(5, 0.5, 40)], ids=["exact", "sgd"])
+def test_noise_is_drawn_once_per_repeat_and_lines_touch_the_curve(solver):
+    """Each repeat draws its noise once for every eps; each fitted line (per repeat and averaged, as Fig. 1 draws it)
+    passes through the actual loss at its measuring point, also where that point is not a target (0.4)."""
+    noise = _CountingNoise(op.NOISES["as_published"])
+    _, frame = _small_measure(solver, noise)
+    assert noise.calls == 2
+    at_target = frame[np.isclose(frame["target"], frame["measuring"])]
+    assert len(at_target) and np.allclose(at_target["estimate"], at_target["actual"], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(at_target["measured_loss"], at_target["actual"], rtol=1e-12)
+    curve, lines = experiments.fitted_lines(frame)
+    assert set(lines["derivative"]) == ({"eq6"} if solver.exact else {"eq6", "unrolled"})
+    for line in lines.itertuples():
+        assert line.at_measuring == pytest.approx(curve.loc[line.measuring], rel=1e-12)
+    mean_estimate = frame.groupby(["derivative", "measuring", "target"])["estimate"].mean()
+    for line in lines.itertuples():   # the plotted line is the mean of the per-repeat estimates
+        for t in (0.1, 0.5):
+            assert mean_estimate[(line.derivative, line.measuring, t)] == pytest.approx(
+                line.at_measuring + line.slope * (t - line.measuring), rel=1e-10)
+
+
+def test_fig1_labels_the_readings_and_its_lines_touch_the_curve(monkeypatch):
+    """In the figure itself: the as_published panels say "not eps-DP", the default's do not, and every fitted line
+    passes through the curve's marked point at its measuring eps."""
+    readings = {"default": Reading("default", op.Exact(), op.NOISES["dp"]),
+                "paper": Reading("paper", op.MinibatchSGD(5, 0.5, 40), op.NOISES["as_published"])}
+    frames = {(name, "adult", "logistic"): _small_measure(how.solver, how.noise)[1] for name, how in readings.items()}
+    saved = {}
+    monkeypatch.setattr(proposetest_taylor, "save", lambda fig, *args: saved.setdefault("fig", fig))
+    proposetest_taylor.taylor_fig1(frames, {n: h.label for n, h in readings.items()}, [0.2, 0.4], ["test"], "x.pdf", "c")
+    (top,), (bottom,) = saved["fig"].axes[0:1], saved["fig"].axes[1:2]
+    assert "not eps-DP" not in top.get_title() and "eps-DP" in top.get_title() and "exact" in top.get_title()
+    assert "not eps-DP" in bottom.get_title() and "as_published" in bottom.get_title()
+    for ax in (top, bottom):
+        points = {round(float(l.get_xdata()[0]), 6): float(l.get_ydata()[0]) for l in ax.get_lines() if l.get_marker() == "o"}
+        fits = [l for l in ax.get_lines() if l.get_linestyle() in ("--", ":")]
+        assert set(points) == {0.2, 0.4} and len(fits) == (2 if ax is top else 4)
+        for fit in fits:
+            m = 0.2 if fit.get_color() == points_color(ax, 0.2) else 0.4
+            (x0, x1), (y0, y1) = fit.get_xdata(), fit.get_ydata()
+            assert y0 + (y1 - y0) * (m - x0) / (x1 - x0) == pytest.approx(points[m], rel=1e-9)
+
+
+def points_color(ax, m):
+    return next(l.get_color() for l in ax.get_lines() if l.get_marker() == "o" and np.isclose(l.get_xdata()[0], m))

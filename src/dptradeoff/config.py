@@ -97,3 +97,13 @@ def _check_relations(config: dict) -> None:
         if missing:
             raise UserError(f"Config key taylor.fig1_measuring has {missing}, which are not in taylor.measuring; "
                             f"add them to taylor.measuring.")
+        names = [r["name"] for r in taylor["readings"]]
+        if len(set(names)) < len(names):
+            raise UserError(f"Config key taylor.readings names a reading twice ({names}); give each its own name.")
+        if taylor["fig2"]["reading"] not in names:
+            raise UserError(f"Config key taylor.fig2.reading is {taylor['fig2']['reading']!r}, which is not a name in "
+                            f"taylor.readings ({', '.join(names)}).")
+        outside = [d for d in taylor["fig2"]["datasets"] if d not in taylor["datasets"]]
+        if outside:
+            raise UserError(f"Config key taylor.fig2.datasets has {outside}, which are not in taylor.datasets (Fig. 2 "
+                            f"uses Table 1's best measuring point); add them there.")

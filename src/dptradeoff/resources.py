@@ -59,3 +59,32 @@ def costliest_point(problem: Problem) -> dict:
         values = (int(p.low), int(p.high)) if p.integer else (p.low, p.high)
         corners = [{**c, p.name: v} for c in corners for v in values]
     return max(corners, key=lambda c: problem.oracle.cost_seconds(c, 10**4) or 0.0)
+
+
+# Table 3's trials (expost_ml_trials): seconds per per-example gradient of DP-SGD on one CPU core,
+# measured here on the embedded MNIST digits (config/README.md): the Basic MNIST Example CNN
+# 2.3-3.4 ms (lots of 32 to 1,000), MLP2 11 us (as its evaluation jobs). Linear models (Twitter,
+# Gisette) keep the fixed request, as do the networks when the estimate is smaller.
+TABLE3_SECONDS_PER_EXAMPLE = {"cnn": 3e-3, "mlp2": 11e-6}
+TABLE3_MINUTES = 60
+
+
+def table3_trials_runtime(candidates: pd.DataFrame, n: int, model: str | None, table3: dict, attempt: int = 1) -> int:
+    """Minutes for one expost_ml_trials job: trials x the DP-SGD epochs one trial is expected to
+    train x n x the model's seconds per example. A trial: one Alg. 3 attempt (each candidate's
+    epochs times its chance of running, E[e^{-eps_i k}] at its RDP at alpha; more attempts, where the
+    selected model misses the bar, are what the retries' 2x and 3x are for), plus doubling's E[K]
+    runs at every budget (their mean epochs)."""
+    from .expost.distributions import keep_probability_mean
+
+    per_example = TABLE3_SECONDS_PER_EXAMPLE.get(model)
+    if per_example is None:
+        return TABLE3_MINUTES * attempt
+    epochs = candidates["epochs"].to_numpy(dtype=float)
+    alg3 = float(keep_probability_mean(candidates["rdp_at_alpha"].to_numpy(), table3["eps_prime"], "exponential") @ epochs)
+    doubling = 0.0
+    for budget in table3["doubling"]["budgets"]:
+        pool = candidates["eps"].sub(budget).abs().lt(1e-9).to_numpy()
+        doubling += table3["doubling"]["mean_runs"] * epochs[pool].mean() if pool.any() else 0.0
+    seconds = STARTUP_SECONDS + table3["trials"] * (alg3 + doubling) * n * per_example
+    return max(TABLE3_MINUTES * attempt, math.ceil(SAFETY * attempt * seconds / 60))

@@ -119,6 +119,23 @@ def evaluation_gpu(wildcards):
     return int(config["cluster"]["gpu"] and KNOWN_PROBLEMS[wildcards.problem].oracle.uses_gpu)
 
 
+# Table 3's trial jobs (expost_ml_trials): runtime from the job's candidates and network.
+def expost_ml_model(wildcards):
+    """The network (or linear model) Table 3 trains on the dataset: MNIST's is expost.table3.mnist_model."""
+    return config["expost"]["table3"]["mnist_model"] if wildcards.dataset == "mnist" else None
+
+
+def expost_ml_trials_runtime(wildcards, input, attempt):
+    """Minutes from the job's own candidates, n and the model's measured cost (resources.py)."""
+    return resources.table3_trials_runtime(read_frame(input.candidates), resources.training_rows([input.train]),
+                                           expost_ml_model(wildcards), config["expost"]["table3"], attempt)
+
+
+def expost_ml_gpu(wildcards):
+    """One GPU for the MNIST trials (torch) where config asks (cluster.gpu)."""
+    return int(config["cluster"]["gpu"] and wildcards.dataset == "mnist")
+
+
 def per_attempt(amount):
     """A fixed request (minutes or MB) that grows with each retry. The rules that simulate or build
     data use these: peak RSS measured on the default config through SLURM is 0.2-1.6 GB and run
@@ -341,5 +358,13 @@ def taylor_targets():
     return ["figures/taylor_fig1.pdf", "tables/taylor_table1.csv", "figures/taylor_fig2.pdf"]
 
 
-def taylor_pairs():
-    return [(d, l) for d in config["taylor"]["datasets"] for l in config["taylor"]["losses"]]
+def taylor_panels():
+    """(reading, dataset, loss) of Fig. 1 and Table 1, readings in config order."""
+    taylor = config["taylor"]
+    return [(r["name"], d, l) for r in taylor["readings"] for d in taylor["datasets"] for l in taylor["losses"]]
+
+
+def taylor_fig2_runs():
+    """(reading, dataset, loss, n) of Fig. 2: its one reading, every size."""
+    fig2 = config["taylor"]["fig2"]
+    return [(fig2["reading"], d, l, n) for d in fig2["datasets"] for l in config["taylor"]["losses"] for n in fig2["samples"]]

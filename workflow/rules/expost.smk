@@ -112,8 +112,9 @@ rule expost_ml_trials:
         expost=config["expost"],
         seed=config["seed"],
     resources:
-        runtime=per_attempt(60),
+        runtime=expost_ml_trials_runtime,
         mem_mb=per_attempt(2000),
+        gpu=expost_ml_gpu,
     log:
         "logs/expost/ml/{dataset}/trials.log",
     conda:

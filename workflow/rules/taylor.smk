@@ -1,12 +1,14 @@
-# Paper 002 (Taylor estimation of loss vs epsilon for objective perturbation): Fig. 1, Table 1, Fig. 2.
+# Paper 002 (Taylor estimation of loss vs epsilon for objective perturbation): Fig. 1, Table 1, Fig. 2,
+# for every reading of its protocol in taylor.readings (a solver and a noise law, by name).
 
 
 rule taylor_measure:
     input:
         "results/data/{dataset}/train.parquet",
     output:
-        "results/taylor/{dataset}/{loss}/n{n}-r{repeats}.parquet",
+        "results/taylor/{reading}/{dataset}/{loss}/n{n}-r{repeats}.parquet",
     wildcard_constraints:
+        reading=r"[a-z0-9][a-z0-9_-]*",
         dataset="adult|kddcup99|gisette",
         loss="logistic|huber",
         n=r"[1-9]\d*",
@@ -18,7 +20,7 @@ rule taylor_measure:
         runtime=per_attempt(60),
         mem_mb=per_attempt(2000),
     log:
-        "logs/taylor/{dataset}/{loss}/n{n}-r{repeats}.log",
+        "logs/taylor/{reading}/{dataset}/{loss}/n{n}-r{repeats}.log",
     conda:
         CONDA_ENV
     script:
@@ -27,13 +29,14 @@ rule taylor_measure:
 
 rule taylor_fig1_table1:
     input:
-        [f"results/taylor/{d}/{l}/n{config['taylor']['samples']}-r{config['taylor']['repeats']}.parquet" for d, l in taylor_pairs()],
+        [f"results/taylor/{r}/{d}/{l}/n{config['taylor']['samples']}-r{config['taylor']['repeats']}.parquet"
+         for r, d, l in taylor_panels()],
     output:
         fig=report("figures/taylor_fig1.pdf", caption="../report/taylor.rst", category="Taylor estimation"),
         csv=report("tables/taylor_table1.csv", caption="../report/taylor.rst", category="Taylor estimation"),
         md="tables/taylor_table1.md",
     params:
-        pairs=taylor_pairs(),
+        panels=taylor_panels(),
         cfg=config["taylor"],
         config_label=config_label(),
     localrule: True
@@ -48,13 +51,12 @@ rule taylor_fig1_table1:
 rule taylor_fig2:
     input:
         table="tables/taylor_table1.csv",
-        runs=[f"results/taylor/{d}/{l}/n{n}-r{config['taylor']['fig2']['repeats']}.parquet" for d in config["taylor"]["fig2"]["datasets"]
-              for l in config["taylor"]["losses"] for n in config["taylor"]["fig2"]["samples"]],
+        runs=[f"results/taylor/{r}/{d}/{l}/n{n}-r{config['taylor']['fig2']['repeats']}.parquet" for r, d, l, n in taylor_fig2_runs()],
     output:
         report("figures/taylor_fig2.pdf", caption="../report/taylor.rst", category="Taylor estimation"),
     params:
-        runs=[(d, l, n) for d in config["taylor"]["fig2"]["datasets"] for l in config["taylor"]["losses"]
-              for n in config["taylor"]["fig2"]["samples"]],
+        runs=taylor_fig2_runs(),
+        cfg=config["taylor"],
         config_label=config_label(),
     localrule: True
     log:

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ..proposetest.algorithm import zigzag_path
+from ..taylor.experiments import fitted_lines
 from .common import save
 
 
@@ -45,34 +46,42 @@ def proposetest_fig2(gaps: pd.DataFrame, path: str, config: str) -> None:
     save(fig, path, caption, ["simulated utilities u_s ~ U(0, 1)"], config)
 
 
-def taylor_fig1(frames: dict[tuple[str, str], pd.DataFrame], measuring: list[float], sources: list[str], path: str,
-                config: str) -> None:
-    datasets = list(dict.fromkeys(d for d, _ in frames))
-    losses = list(dict.fromkeys(l for _, l in frames))
-    fig, axes = plt.subplots(len(losses), len(datasets), figsize=(3.2 * len(datasets), 2.7 * len(losses)), squeeze=False)
-    for (dataset, loss), frame in frames.items():
-        ax = axes[losses.index(loss)][datasets.index(dataset)]
-        actual = frame.groupby("target")["actual"].mean()
-        ax.plot(actual.index, actual.values, color="tab:orange", lw=2, label="actual")
+def taylor_fig1(frames: dict[tuple[str, str, str], pd.DataFrame], labels: dict[str, str], measuring: list[float],
+                sources: list[str], path: str, config: str) -> None:
+    """One row of panels per (reading, loss), one column per dataset; `frames` keyed by (reading, dataset,
+    loss), `labels` the readings' labels (solver, noise, guarantee)."""
+    rows = list(dict.fromkeys((r, l) for r, _, l in frames))
+    datasets = list(dict.fromkeys(d for _, d, _ in frames))
+    fig, axes = plt.subplots(len(rows), len(datasets), figsize=(3.4 * len(datasets), 2.9 * len(rows)), squeeze=False)
+    for (reading, dataset, loss), frame in frames.items():
+        ax = axes[rows.index((reading, loss))][datasets.index(dataset)]
+        curve, lines = fitted_lines(frame)
+        ax.plot(curve.index, curve.values, color="tab:orange", lw=2, label="actual")
+        grid = np.array([curve.index.min(), curve.index.max()])
         for k, m in enumerate(measuring):
+            color = f"C{k + (k >= 1)}"        # C1 is the curve's orange
             for derivative, style in (("eq6", "--"), ("unrolled", ":")):
-                sel = frame[np.isclose(frame["measuring"], m) & (frame["derivative"] == derivative)]
-                if len(sel):
-                    est = sel.groupby("target")["estimate"].mean()
-                    ax.plot(est.index, est.values, style, color=f"C{k}", lw=1, label=f"{derivative} from eps = {m:g}")
+                line = lines[np.isclose(lines["measuring"], m) & (lines["derivative"] == derivative)]
+                if len(line):
+                    at, slope = float(line["at_measuring"].iloc[0]), float(line["slope"].iloc[0])
+                    ax.plot(grid, at + slope * (grid - m), style, color=color, lw=1, label=f"{derivative} from eps = {m:g}")
+            ax.plot([m], [float(curve.loc[m])], "o", color=color, ms=3)   # where the lines touch the curve
         # eq. 6's lines can leave the loss's range by orders of magnitude: keep the actual curve readable
-        span = max(float(actual.max() - actual.min()), 0.02)
-        ax.set_ylim(float(actual.min()) - span, float(actual.max()) + span)
-        ax.set_title(f"{dataset}, {loss}", fontsize=8)
+        span = max(float(curve.max() - curve.min()), 0.02)
+        ax.set_ylim(float(curve.min()) - span, float(curve.max()) + span)
+        ax.set_title(f"{labels[reading]}\n{dataset}, {loss}", fontsize=6.5)
         ax.set_xlabel("target eps")
-        ax.set_ylabel("empirical loss")
-    axes[0][0].legend(frameon=False, fontsize=6)
-    caption = ("Paper 002 Fig. 1. Actual loss of objective perturbation vs eps and first-order fits from measuring points "
-               "(dashed: eq. 6's derivative; dotted: the derivative of the gradient-descent model actually trained).")
+        ax.set_ylabel("empirical training loss")
+    for row in axes:
+        row[0].legend(frameon=False, fontsize=5)
+    caption = ("Paper 002 Fig. 1. Training loss of objective perturbation vs eps (orange, mean over noise draws) and\n"
+               "first-order fits from the measuring points (dots); dashed: eq. 6's derivative, dotted: the derivative of the\n"
+               "iterate trained. One row per reading and loss; only the exact minimiser with exp(-beta ||b||) noise is eps-DP.")
     save(fig, path, caption, sources, config)
 
 
-def taylor_fig2(frames: dict[tuple[str, str, int], pd.DataFrame], sources: list[str], path: str, config: str) -> None:
+def taylor_fig2(frames: dict[tuple[str, str, int], pd.DataFrame], label: str, sources: list[str], path: str,
+                config: str) -> None:
     panels = list(dict.fromkeys((d, l) for d, l, _ in frames))
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 2.8), squeeze=False)
     for (dataset, loss, n), frame in frames.items():
@@ -88,5 +97,6 @@ def taylor_fig2(frames: dict[tuple[str, str, int], pd.DataFrame], sources: list[
         ax.set_ylabel("|estimate - actual|")
         ax.set_yscale("log")
     axes[0][0].legend(frameon=False, fontsize=6)
-    caption = "Paper 002 Fig. 2. Estimation error vs target eps for training sets of n rows (measuring point: Table 1's best)."
+    caption = (f"Paper 002 Fig. 2. Estimation error vs target eps for training sets of n rows (measuring point: Table 1's "
+               f"best for eq. 6). Reading {label}.")
     save(fig, path, caption, sources, config)

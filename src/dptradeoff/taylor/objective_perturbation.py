@@ -1,17 +1,25 @@
 """Objective perturbation (Chaudhuri, Monteleoni, Sarwate 2011, Alg. 2) as written in paper 002 §3.2.
 
 theta_eps = argmin L(theta, D) + (lam/2)||theta||^2 + (1/n) b'theta + (delta_eps/2)||theta||^2,
-L the mean loss over n rows with ||x|| <= 1, labels +-1, b with density proportional to
-exp(-beta_eps ||b||) (its norm is Gamma(d, 1/beta), its direction uniform). With
-L0 = log(1 + 2c/(n lam) + c^2/(n lam)^2) (c bounds the loss's second derivative):
+L the mean loss over n rows with ||x|| <= 1, labels +-1, b = shape / beta_eps with `shape` drawn once
+per noise draw and shared by every eps (paper 002's "same uniform draws", so b'_eps = -b beta'/beta:
+eq. 13). With L0 = log(1 + 2c/(n lam) + c^2/(n lam)^2) (c bounds the loss's second derivative):
   eps >  L0: beta = (eps - L0)/2, delta_eps = 0;
   eps <= L0: beta = eps/4,         delta_eps = c/(n(e^{eps/4} - 1)) - lam.
 Either way the privacy loss 2 beta + 2 log(1 + c/(n(lam + delta_eps))) equals eps (pure DP,
-replace-one neighbours; tests recompute it).
+replace-one neighbours; tests recompute it) - for the noise density proportional to
+exp(-beta ||b||) (`NormNoise`, "dp") and the exact minimiser (`Exact`) only.
 
-Paper 002 §6.1 calls its mechanism "output perturbation" and samples each coordinate of b from
-a Laplace distribution; its analysis and formulas are objective perturbation, which is what we
-build, with the noise density the privacy proof needs.
+Paper 002 §6.1 calls its mechanism "output perturbation" and samples each coordinate of b from a
+Laplace distribution (eqs. 10-13: `CoordinateLaplaceNoise`, "as_published"). That density is
+proportional to exp(-beta ||b||_1); ||b - b'||_1 <= 2 sqrt(d) makes the proof's bound
+2 beta sqrt(d) + the Jacobian term, so it is not eps-DP at the eps it is labelled with.
+
+Solvers: `Exact` (L-BFGS to the minimiser, what the proof and eq. 6 assume), `GradientDescent`
+(full-batch steps from 0) and `MinibatchSGD` (Iyengar et al. 2019's code, which paper 002 says it
+builds on: `num_iters` = epochs over fixed batches of 50 from one permutation, constant learning
+rate; its defaults are paper 002's "100 iterations, learning rate 0.01"). Only `Exact` releases the
+minimiser the eps-DP proof covers.
 
 Losses (paper 002 eq. 19), on the margin z = y theta'x: logistic log(1 + e^{-z}) (c = 1/4) and
 Huber SVM with h = 1/(2c) (c = 1/(2h), second derivative 1/(2h) on |1 - z| <= h).
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -55,11 +64,44 @@ def privacy_loss(beta: float, delta: float, n: int, lam: float, c: float) -> flo
 
 def noise_shape(d: int, rng: np.random.Generator, size: int) -> np.ndarray:
     """`size` draws of G u with G ~ Gamma(d, 1) and u uniform on the sphere: b = (G u)/beta has
-    density proportional to exp(-beta ||b||). Keeping G u fixed while eps varies couples the noises
-    of different eps (paper 002's "same uniform draws")."""
+    density proportional to exp(-beta ||b||)."""
     u = rng.normal(size=(size, d))
     u /= np.linalg.norm(u, axis=1, keepdims=True)
     return rng.gamma(d, 1.0, size=(size, 1)) * u
+
+
+def laplace_from_uniforms(u: np.ndarray) -> np.ndarray:
+    """Paper 002 eq. 12 with beta = 1: F^{-1}(c) = ln(2c) for c <= 1/2, -ln(2 - 2c) above: independent
+    Laplace(1) coordinates, so b = F^{-1}(c)/beta is Laplace(1/beta) and b'_eps = -b beta'/beta (eq. 13)."""
+    u = np.asarray(u, dtype=float)
+    return np.where(u <= 0.5, np.log(2 * u), -np.log(2 - 2 * u))
+
+
+@dataclass(frozen=True)
+class NormNoise:
+    """The density the eps-DP proof needs: proportional to exp(-beta ||b||) (`noise_shape`)."""
+    name: ClassVar[str] = "dp"
+    dp: ClassVar[bool] = True
+    description: ClassVar[str] = "density proportional to exp(-beta ||b||) (Chaudhuri et al. 2011)"
+
+    def shapes(self, d: int, rng: np.random.Generator, size: int) -> np.ndarray:
+        return noise_shape(d, rng, size)
+
+
+@dataclass(frozen=True)
+class CoordinateLaplaceNoise:
+    """Paper 002 eqs. 10-13 as published: every coordinate of b Laplace(1/beta), from uniforms drawn once
+    and shared by every eps. Not eps-DP: the proof's bound becomes 2 beta sqrt(d) plus the Jacobian term."""
+    name: ClassVar[str] = "as_published"
+    dp: ClassVar[bool] = False
+    description: ClassVar[str] = "independent Laplace(1/beta) coordinates from shared uniforms (paper 002 eqs. 10-13)"
+
+    def shapes(self, d: int, rng: np.random.Generator, size: int) -> np.ndarray:
+        # uniforms on the open interval (0, 1): eq. 12 is infinite at 0 and 1
+        return laplace_from_uniforms((rng.integers(0, 2**53, size=(size, d)) + 0.5) / 2**53)
+
+
+NOISES = {law.name: law for law in (NormNoise(), CoordinateLaplaceNoise())}
 
 
 def huber_h(c: float) -> float:
@@ -107,88 +149,150 @@ def gradient(theta: np.ndarray, x: np.ndarray, y: np.ndarray, loss: str, c: floa
     return ((first * y[:, None]).T @ x) / len(x)
 
 
-def train_gd_with_derivative(x: np.ndarray, y: np.ndarray, loss: str, c: float, lam: float, noises: list[Noise],
-                             shape: np.ndarray, iterations: int, learning_rate: float,
-                             gram: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Gradient descent from 0 for every eps (b = shape / beta_eps) and, alongside, the exact
-    derivative J = d theta_T / d eps of the iterate it returns (forward sensitivity:
-    J <- J - lr (H J + (lam + delta) J + delta' theta + b'/n)). At convergence J equals eq. 6's
-    -W^{-1}(b'/n + delta' theta); after 100 small steps it does not, and this is the derivative of
-    the model actually trained.
+def descend(x: np.ndarray, y: np.ndarray, loss: str, c: float, lam: float, noises: list[Noise], shape: np.ndarray,
+            batches: list[slice], learning_rate: float, gram: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient steps from 0 for every eps (b = shape / beta_eps), one per entry of `batches` (rows x[batch]:
+    the step is the batch's mean loss gradient + (lam + delta) theta + b/n, the perturbed objective's
+    stochastic gradient), and alongside the exact derivative J = d theta_T / d eps of the iterate it returns
+    (forward sensitivity through the same batches: J <- J - lr (H_batch J + (lam + delta) J + delta' theta + b'/n)).
+    At convergence J equals eq. 6's -W^{-1}(b'/n + delta' theta); after few small steps it does not, and this
+    is the derivative of the model actually trained.
 
-    With `gram` = x x' (worth it when d > n: Gisette) the same iteration runs in the row space:
-    both iterates stay of the form C x + k shape (C: (r, n), k: (r, 1)), so x theta' = gram C' + (x shape) k'
-    and a step costs n^2 instead of n d per model. Equal to the form above up to rounding (tests)."""
-    n, d = x.shape
+    With `gram` = x x' (worth it when d > n: Gisette) the same iteration runs in the row space: both iterates
+    stay of the form C x + k shape (C: (r, n), k: (r, 1)), so x theta' = gram C' + (x shape) k' and a step
+    costs n |batch| instead of d |batch| per model. Equal to the form above up to rounding (tests)."""
+    n = len(x)
     beta = np.array([nz.beta for nz in noises])[:, None]
     delta = np.array([nz.delta for nz in noises])[:, None]
     d_beta = np.array([nz.d_beta for nz in noises])[:, None]
     d_delta = np.array([nz.d_delta for nz in noises])[:, None]
     if gram is not None:
-        return _train_gd_with_derivative_gram(x, gram, y, loss, c, lam + delta, beta, d_beta, d_delta, shape,
-                                              iterations, learning_rate)
+        return _descend_gram(x, gram, y, loss, c, lam + delta, beta, d_beta, d_delta, shape, batches, learning_rate)
+    r = len(noises)
     b = shape[None, :] / beta
-    b_prime = -b * d_beta / beta
-    theta, jac = np.zeros_like(b), np.zeros_like(b)
-    for _ in range(iterations):
-        z = y[:, None] * (x @ theta.T)
-        first, second = loss_derivatives(loss, z, c)
-        grad = ((first * y[:, None]).T @ x) / n
-        hess_j = ((second * (x @ jac.T)).T @ x) / n            # y^2 = 1
-        step_theta = grad + (lam + delta) * theta + b / n
-        step_jac = hess_j + (lam + delta) * jac + d_delta * theta + b_prime / n
-        theta = theta - learning_rate * step_theta
-        jac = jac - learning_rate * step_jac
-    return theta, jac
+    drift = np.concatenate([b, -b * d_beta / beta]) / n       # b/n and b'/n: the steps' constant parts
+    ridge = np.concatenate([lam + delta, lam + delta])
+    state = np.zeros((2 * r, len(shape)))                      # theta (first r rows) and J (last r rows)
+    for batch in batches:
+        xb, yb = x[batch], y[batch]
+        scores = xb @ state.T                                  # x_batch theta' and x_batch J', (m, 2r)
+        first, second = loss_derivatives(loss, yb[:, None] * scores[:, :r], c)
+        back = np.concatenate([first * yb[:, None], second * scores[:, r:]], axis=1)
+        step = (back.T @ xb) / len(xb) + ridge * state + drift  # grad L_batch and H_batch J (y^2 = 1), ...
+        step[r:] += d_delta * state[:r]                         # ... + delta' theta for J
+        state -= learning_rate * step
+    return state[:r], state[r:]
 
 
-def _train_gd_with_derivative_gram(x, gram, y, loss, c, ridge, beta, d_beta, d_delta, shape, iterations, learning_rate):
-    """`train_gd_with_derivative` with theta = A x + p shape and J = B x + q shape (ridge = lam + delta_eps;
-    every per-eps array of shape (r, 1)): the coefficients take the same gradient-descent steps."""
+def _descend_gram(x, gram, y, loss, c, ridge, beta, d_beta, d_delta, shape, batches, learning_rate):
+    """`descend` with theta = A x + p shape and J = B x + q shape (ridge = lam + delta_eps; every per-eps
+    array of shape (r, 1)): the coefficients take the same steps; a batch's loss gradient moves only the
+    coefficients of its rows."""
     n, r = len(x), len(beta)
     along_shape = x @ shape                                    # x shape, (n,)
     a, b = np.zeros((r, n)), np.zeros((r, n))                  # row-space coefficients of theta and J
     p, q = np.zeros((r, 1)), np.zeros((r, 1))                  # their coefficients on the noise direction
-    for _ in range(iterations):
-        scores = gram @ np.concatenate([a, b]).T               # x (A x)' and x (B x)', (n, 2r)
-        x_theta = scores[:, :r] + along_shape[:, None] * p.T   # x theta'
-        x_jac = scores[:, r:] + along_shape[:, None] * q.T     # x J'
-        first, second = loss_derivatives(loss, y[:, None] * x_theta, c)
-        step_a = (first * y[:, None]).T / n + ridge * a        # grad L = (first y)' x / n
+    for batch in batches:
+        yb, shape_b = y[batch], along_shape[batch]
+        scores = gram[batch] @ np.concatenate([a, b]).T        # x_batch (A x)' and x_batch (B x)', (m, 2r)
+        x_theta = scores[:, :r] + shape_b[:, None] * p.T       # x_batch theta'
+        x_jac = scores[:, r:] + shape_b[:, None] * q.T         # x_batch J'
+        first, second = loss_derivatives(loss, yb[:, None] * x_theta, c)
+        step_a, step_b = ridge * a, ridge * b + d_delta * a
+        step_a[:, batch] += (first * yb[:, None]).T / len(yb)  # grad L_batch = (first y)' x_batch / m
+        step_b[:, batch] += (second * x_jac).T / len(yb)       # H_batch J = (second x_batch J')' x_batch / m
         step_p = ridge * p + 1.0 / (beta * n)                  # b / n = shape / (beta n)
-        step_b = (second * x_jac).T / n + ridge * b + d_delta * a   # H J = (second x J')' x / n (y^2 = 1)
         step_q = ridge * q + d_delta * p - d_beta / (beta**2 * n)   # b' / n = -shape d_beta / (beta^2 n)
         a, p = a - learning_rate * step_a, p - learning_rate * step_p
         b, q = b - learning_rate * step_b, q - learning_rate * step_q
     return a @ x + p * shape[None, :], b @ x + q * shape[None, :]
 
 
-def train(x: np.ndarray, y: np.ndarray, loss: str, c: float, lam: float, deltas: np.ndarray, b: np.ndarray,
-          solver: str, iterations: int, learning_rate: float) -> np.ndarray:
-    """Minimise the perturbed objective for each row of b (shape (r, d)) with its delta_eps.
+def minimise(x: np.ndarray, y: np.ndarray, loss: str, c: float, lam: float, deltas: np.ndarray,
+             b: np.ndarray) -> np.ndarray:
+    """The minimiser of the perturbed objective for each row of b (shape (r, d)) with its delta_eps:
+    L-BFGS from 0 to convergence (gradient norm ~1e-8)."""
+    from scipy import optimize
 
-    solver "gd": `iterations` steps of full-batch gradient descent from 0 with `learning_rate`
-    (paper 002 §6.1: 100 steps, 0.01); "exact": L-BFGS to convergence (the minimiser the Taylor
-    analysis assumes)."""
     n, d = x.shape
-    deltas = np.asarray(deltas, dtype=float)[:, None]
-    if solver == "gd":
-        theta = np.zeros_like(b)
-        for _ in range(iterations):
-            theta -= learning_rate * (gradient(theta, x, y, loss, c) + (lam + deltas) * theta + b / n)
-        return theta
-    if solver == "exact":
-        from scipy import optimize
+    out = np.empty_like(b)
+    for i, (delta, noise) in enumerate(zip(np.asarray(deltas, dtype=float), b)):
+        def objective(t, ridge=lam + delta, noise=noise):
+            z = y * (x @ t)                                    # margins, shared by the value and the gradient
+            value = loss_value(loss, z, c).mean() + 0.5 * ridge * t @ t + noise @ t / n
+            return value, x.T @ (loss_derivatives(loss, z, c)[0] * y) / n + ridge * t + noise / n
+        out[i] = optimize.minimize(objective, np.zeros(d), jac=True, method="L-BFGS-B",
+                                   options={"maxiter": 10_000, "gtol": 1e-12, "ftol": 1e-15}).x
+    return out
 
-        out = np.empty_like(b)
-        for i in range(len(b)):
-            def objective(t, i=i):
-                th = t[None, :]
-                value = empirical_loss(th, x, y, loss, c)[0] + 0.5 * (lam + deltas[i, 0]) * t @ t + b[i] @ t / n
-                grad = gradient(th, x, y, loss, c)[0] + (lam + deltas[i, 0]) * t + b[i] / n
-                return value, grad
-            res = optimize.minimize(objective, np.zeros(d), jac=True, method="L-BFGS-B",
-                                    options={"maxiter": 10_000, "gtol": 1e-12, "ftol": 1e-15})
-            out[i] = res.x
-        return out
-    raise UserError(f"Unknown solver {solver!r}; use gd or exact.")
+
+@dataclass(frozen=True)
+class Exact:
+    """L-BFGS to the minimiser: what Chaudhuri et al.'s eps-DP proof covers and eq. 6 assumes."""
+    name: ClassVar[str] = "exact"
+    exact: ClassVar[bool] = True
+
+    def describe(self) -> str:
+        return "exact minimiser (L-BFGS to convergence)"
+
+    def train(self, x, y, loss, c, lam, noises: list[Noise], shape, rng=None, gram=None):
+        """(theta per eps, None): no derivative of its own beyond eq. 6's."""
+        b = np.stack([shape / nz.beta for nz in noises])
+        return minimise(x, y, loss, c, lam, np.array([nz.delta for nz in noises]), b), None
+
+
+@dataclass(frozen=True)
+class GradientDescent:
+    """`iterations` full-batch gradient steps of `learning_rate` from 0 (paper 002's "100 iterations,
+    learning rate 0.01" read as full-batch steps)."""
+    iterations: int
+    learning_rate: float
+    name: ClassVar[str] = "gd"
+    exact: ClassVar[bool] = False
+
+    def describe(self) -> str:
+        return f"{self.iterations} full-batch gradient steps of {self.learning_rate:g} from 0"
+
+    def train(self, x, y, loss, c, lam, noises: list[Noise], shape, rng=None, gram=None):
+        """(theta per eps, d theta / d eps of those iterates)."""
+        return descend(x, y, loss, c, lam, noises, shape, [slice(None)] * self.iterations, self.learning_rate, gram)
+
+
+@dataclass(frozen=True)
+class MinibatchSGD:
+    """Iyengar et al. 2019's minibatch SGD (their `psgd_minibatched`, without its output noise): one
+    permutation of the rows, cut into fixed batches of `batch_size` (the last one shorter), and `epochs`
+    passes over them in that order with a constant `learning_rate` from 0: epochs * ceil(n / batch_size)
+    steps (their defaults num_iters = 100, learning rate 0.01, B = 50). The permutation is drawn once per
+    noise draw and shared by every eps, like the noise."""
+    epochs: int
+    learning_rate: float
+    batch_size: int = 50
+    name: ClassVar[str] = "sgd"
+    exact: ClassVar[bool] = False
+
+    def describe(self) -> str:
+        return (f"minibatch SGD as Iyengar et al. 2019: {self.epochs} epochs over fixed batches of {self.batch_size}, "
+                f"steps of {self.learning_rate:g} from 0")
+
+    def steps(self, n: int) -> int:
+        return self.epochs * math.ceil(n / self.batch_size)
+
+    def batches(self, n: int) -> list[slice]:
+        """The steps' batches, as slices of the permuted rows."""
+        return [slice(i, min(i + self.batch_size, n)) for i in range(0, n, self.batch_size)] * self.epochs
+
+    def train(self, x, y, loss, c, lam, noises: list[Noise], shape, rng: np.random.Generator, gram=None):
+        """(theta per eps, d theta / d eps of those iterates)."""
+        order = rng.permutation(len(x))
+        gram = None if gram is None else gram[np.ix_(order, order)]
+        return descend(x[order], y[order], loss, c, lam, noises, shape, self.batches(len(x)), self.learning_rate, gram)
+
+
+def make_solver(name: str, iterations: int, learning_rate: float, batch_size: int):
+    """The solver a config names: `iterations` counts gradient steps for gd and epochs for sgd."""
+    solvers = {"exact": lambda: Exact(), "gd": lambda: GradientDescent(iterations, learning_rate),
+               "sgd": lambda: MinibatchSGD(iterations, learning_rate, batch_size)}
+    if name not in solvers:
+        raise UserError(f"Unknown solver {name!r}; use one of {', '.join(solvers)}.")
+    return solvers[name]()

@@ -6,7 +6,7 @@ g_i h_i^T (and g_i for the bias), whose squared Frobenius norm is ||g_i||^2 (||h
 One backward pass to the pre-activations gives every g_i; the clipped sum is then
 (s * G)^T H with s_i = min(1, L / ||grad_i||): the same numbers as clipping materialised
 per-example gradients (tested against Opacus), at the cost of one ordinary backward pass.
-Lots are sampled by our own sampler (uniform, fixed size, without replacement). Runs on the GPU
+Lots are sampled by our own sampler (`DPSGDHyper.lots`: uniform, fixed size, without replacement). Runs on the GPU
 when one is present.
 """
 from __future__ import annotations
@@ -75,8 +75,8 @@ def train(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, hp: DPSGDHype
     nu = [torch.zeros_like(p) for p in params]
     noise_std = 2.0 * hp.clip * hp.noise
     noise_gen = torch.Generator(device=dev).manual_seed(seed + 1)
-    for step in range(1, hp.steps(n) + 1):
-        idx = torch.as_tensor(rng.choice(n, hp.lot_size, replace=False), device=dev)
+    for step, lot in enumerate(hp.lots(n, rng), start=1):
+        idx = torch.as_tensor(lot, device=dev)
         grads, _ = clipped_gradient_sum(params, xs[idx], ys[idx], hp.clip)
         with torch.no_grad():
             for k, (p, g) in enumerate(zip(params, grads)):
