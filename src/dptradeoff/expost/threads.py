@@ -109,6 +109,22 @@ class _Tally:
         self.correct += int(abs(estimate - count) <= RELATIVE_ERROR * count)
 
 
+END = object()   # what a thread's answer returns when the run must end
+
+
+def _run(counts, filt: ExPostFilter, answer) -> Outcome:
+    """Estimate the threads in order: `answer(count)` returns the accepted estimate, None (no answer,
+    go on to the next thread) or END (the run ends here)."""
+    tally = _Tally()
+    for count in counts:
+        estimate = answer(count)
+        if estimate is END:
+            break
+        if estimate is not None:
+            tally.add(estimate, count)
+    return Outcome(tally.answers, tally.correct, tuple(filt.charges))
+
+
 def _select(count: float, noise_scales: np.ndarray, check_sigmas: np.ndarray, eps_run: np.ndarray, copies: np.ndarray,
             eps_prime: float, dropping: str, noise: str, rng: np.random.Generator) -> tuple[int | None, float | None]:
     """One run of Alg. 3 (`tuning.random_dropping_tuning`) over `copies[i]` copies of the release
@@ -148,14 +164,13 @@ class Doubling:
         return f"{s.budget:g}-DP (basic composition of every release)"
 
     def run(self, counts, s: Setting, rng) -> Outcome:
-        filt, tally = ExPostFilter(s.budget), _Tally()
-        for count in counts:
+        filt = ExPostFilter(s.budget)
+
+        def answer(count):
             release = doubling_laplace(count, s.grid, filt.remaining, accepted, rng, s.laplace_check)
             filt.charge(release.cost, release.cost)
-            if release.estimate is None:
-                break
-            tally.add(release.estimate, count)
-        return Outcome(tally.answers, tally.correct, tuple(filt.charges))
+            return END if release.estimate is None else release.estimate
+        return _run(counts, filt, answer)
 
 
 class NoiseReduction:
@@ -167,16 +182,16 @@ class NoiseReduction:
         return f"{s.budget:g}-DP (ex-post noise reduction under the ex-post filter, Alg. 4)"
 
     def run(self, counts, s: Setting, rng) -> Outcome:
-        filt, tally = ExPostFilter(s.budget), _Tally()
-        for count in counts:
+        filt = ExPostFilter(s.budget)
+
+        def answer(count):
             top = s.grid[s.grid <= filt.remaining]
             if not len(top):
-                break
+                return END
             release = noise_reduction_laplace(count, top, accepted, rng, s.laplace_check)
             filt.charge(release.cost, float(top[-1]))
-            if release.estimate is not None:
-                tally.add(release.estimate, count)
-        return Outcome(tally.answers, tally.correct, tuple(filt.charges))
+            return release.estimate
+        return _run(counts, filt, answer)
 
 
 @dataclass(frozen=True)
@@ -193,19 +208,14 @@ class Alg3:
         return f"{s.budget:g}-DP (Thm 11's ex-post 2 eps_i + eps' under the ex-post filter, Alg. 4)"
 
     def run(self, counts, s: Setting, rng) -> Outcome:
-        filt, tally = ExPostFilter(s.budget), _Tally()
-        for count in counts:
-            estimate = self._thread(count, s, filt, rng)
-            if estimate is None:
-                break
-            tally.add(estimate, count)
-        return Outcome(tally.answers, tally.correct, tuple(filt.charges))
+        filt = ExPostFilter(s.budget)
+        return _run(counts, filt, lambda count: self._thread(count, s, filt, rng))
 
-    def _thread(self, count, s: Setting, filt: ExPostFilter, rng) -> float | None:
+    def _thread(self, count, s: Setting, filt: ExPostFilter, rng):
         while True:
             fits = s.grid[[filt.admits(2 * float(e) + self.eps_prime) for e in s.grid]]
             if not len(fits):
-                return None
+                return END
             i, estimate = _select(count, 1.0 / fits, s.laplace_check / fits, fits,
                                   _copies(fits, self.eps_prime, "geometric", self.expected_runs), self.eps_prime,
                                   "geometric", "laplace", rng)
@@ -231,18 +241,17 @@ class Alg3AsPublished:
                 "at level i is distributed as doubling's, whose loss is the sum of the levels up to i, ~3.4 eps_i)")
 
     def run(self, counts, s: Setting, rng) -> Outcome:
-        filt, tally = ExPostFilter(s.budget), _Tally()
-        for count in counts:
+        filt = ExPostFilter(s.budget)
+
+        def answer(count):
             fits = s.grid[2 * s.grid + self.eps_prime <= filt.remaining * (1 + 1e-12)]
             if not len(fits):
-                break
+                return END
             i, estimate = _select(count, 1.0 / fits, s.laplace_check / fits, fits, np.ones(len(fits), dtype=np.int64),
                                   self.eps_prime, "none", "laplace", rng)
             filt.charge(2 * float(fits[i]) + self.eps_prime, 2 * float(fits[-1]) + self.eps_prime)
-            if estimate is None:
-                break
-            tally.add(estimate, count)
-        return Outcome(tally.answers, tally.correct, tuple(filt.charges))
+            return END if estimate is None else estimate
+        return _run(counts, filt, answer)
 
 
 # --- Table 2: (budget, delta)-DP, Gaussian -------------------------------------------------------
@@ -250,6 +259,11 @@ class Alg3AsPublished:
 def _gaussian_rhos(s: Setting) -> np.ndarray:
     """Level eps_i as a Gaussian with sigma^2 = 1/eps_i: rho_i = eps_i / 2."""
     return s.grid / 2.0
+
+
+def _gaussian_levels(s: Setting, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """The levels' noise sigmas and their RDP at order alpha (alpha rho_i)."""
+    return 1.0 / np.sqrt(s.grid), alpha * _gaussian_rhos(s)
 
 
 class DoublingGaussian:
@@ -262,14 +276,13 @@ class DoublingGaussian:
                 f"Bun & Steinke's conversion)")
 
     def run(self, counts, s: Setting, rng) -> Outcome:
-        filt, tally = ExPostFilter(s.rho), _Tally()
-        for count in counts:
+        filt = ExPostFilter(s.rho)
+
+        def answer(count):
             release = doubling_gaussian(count, _gaussian_rhos(s), filt.remaining, accepted, rng)
             filt.charge(release.cost, release.cost)
-            if release.estimate is None:
-                break
-            tally.add(release.estimate, count)
-        return Outcome(tally.answers, tally.correct, tuple(filt.charges))
+            return END if release.estimate is None else release.estimate
+        return _run(counts, filt, answer)
 
 
 class Brownian:
@@ -283,16 +296,16 @@ class Brownian:
                 f"{s.rho:.4g}; Bun & Steinke's conversion)")
 
     def run(self, counts, s: Setting, rng) -> Outcome:
-        filt, tally = ExPostFilter(s.rho), _Tally()
-        for count in counts:
+        filt = ExPostFilter(s.rho)
+
+        def answer(count):
             times = s.grid[[filt.admits(float(zcdp_brownian_rho(t))) for t in s.grid]]
             if not len(times):
-                break
+                return END
             release = brownian_noise_reduction(count, times, accepted, rng, zcdp_brownian_rho)
             filt.charge(release.cost, float(zcdp_brownian_rho(times[-1])))
-            if release.estimate is not None:
-                tally.add(release.estimate, count)
-        return Outcome(tally.answers, tally.correct, tuple(filt.charges))
+            return release.estimate
+        return _run(counts, filt, answer)
 
 
 @dataclass(frozen=True)
@@ -312,11 +325,11 @@ class Alg3Gaussian:
                 f"filter, Lemma 7)")
 
     def run(self, counts, s: Setting, rng) -> Outcome:
-        filt, tally = ExPostFilter(dp_to_rdp_budget(s.budget, self.alpha, s.delta)), _Tally()
-        sigmas = 1.0 / np.sqrt(s.grid)
-        eps_rdp = self.alpha * _gaussian_rhos(s)     # the Gaussian's RDP at order alpha
+        filt = ExPostFilter(dp_to_rdp_budget(s.budget, self.alpha, s.delta))
+        sigmas, eps_rdp = _gaussian_levels(s, self.alpha)
         cost_cache: dict[int, tuple[np.ndarray, float, np.ndarray]] = {}
-        for count in counts:
+
+        def answer(count):
             estimate, low = None, 0
             while estimate is None and low < len(s.grid):
                 window = slice(low, min(low + self.window, len(s.grid)))
@@ -332,10 +345,8 @@ class Alg3Gaussian:
                 filt.charge(bottom if i is None else float(costs[i]), worst)
                 if i is not None and estimate is None:
                     low += max(1, self.window // 2)   # nothing accepted: slide the window up
-            if estimate is None:
-                break
-            tally.add(estimate, count)
-        return Outcome(tally.answers, tally.correct, tuple(filt.charges))
+            return END if estimate is None else estimate
+        return _run(counts, filt, answer)
 
 
 @dataclass(frozen=True)
@@ -354,25 +365,23 @@ class Alg3GaussianAsPublished:
                 f"a guarantee (as published; the output is distributed as Gaussian doubling's)")
 
     def run(self, counts, s: Setting, rng) -> Outcome:
-        filt, tally = ExPostFilter(dp_to_rdp_budget(s.budget, self.alpha, s.delta)), _Tally()
-        sigmas = 1.0 / np.sqrt(s.grid)
-        eps_rdp = self.alpha * _gaussian_rhos(s)
+        filt = ExPostFilter(dp_to_rdp_budget(s.budget, self.alpha, s.delta))
+        sigmas, eps_rdp = _gaussian_levels(s, self.alpha)
         costs_of = lru_cache(maxsize=None)(
             lambda m: rdp_cost(eps_rdp[:m], self.eps_prime, self.alpha, tau=float(m))[0])
-        for count in counts:
+
+        def answer(count):
             m = 0
             while m < len(s.grid) and filt.admits(float(costs_of(m + 1).max())):
                 m += 1
             if m == 0:
-                break
+                return END
             costs = costs_of(m)
             i, estimate = _select(count, sigmas[:m], sigmas[:m], eps_rdp[:m], np.ones(m, dtype=np.int64),
                                   self.eps_prime, "none", "gaussian", rng)
             filt.charge(float(costs[i]), float(costs.max()))
-            if estimate is None:
-                break
-            tally.add(estimate, count)
-        return Outcome(tally.answers, tally.correct, tuple(filt.charges))
+            return END if estimate is None else estimate
+        return _run(counts, filt, answer)
 
 
 def methods(table: str, cfg: dict) -> list:
