@@ -382,3 +382,23 @@ def test_two_chains_first_rounds_in_one_process_do_not_deadlock(tmp_path, delay)
                           timeout=90)
     assert done.returncode == 0 and "finished" in done.stdout, done.stdout + done.stderr[-2000:]
     assert (tmp_path / "a_0.parquet").exists() and (tmp_path / "b_0.parquet").exists()
+
+
+def test_a_posterior_on_a_design_piled_at_one_corner_factorises_with_recorded_jitter():
+    """A chain that piled its proposals onto one corner (near-duplicate inputs), with the long
+    lengthscales, large signal variance and tiny learned noise such data give, has a kernel matrix
+    numpy cannot factorise: the posterior adds the smallest jitter that works and says how much."""
+    rng = np.random.default_rng(0)
+    x = np.vstack([rng.random((20, 4)), np.tile([0.0, 0.0, 1.0, 1.0], (40, 1)) + 1e-7 * rng.random((40, 4))])
+    y = rng.normal(size=len(x))
+    lengthscales, variance, noise = np.full(4, 10.0), 1e6, 1e-9
+    k = gp.matern52(x, x, lengthscales, variance) + noise * np.eye(len(x))
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.cholesky(k)      # the design fails as it is
+    posterior = gp.Posterior(x, y, lengthscales, variance, noise, 0.0, 1.0)
+    assert 0.0 < posterior.jitter <= 1e-6 * variance
+    mean, var = posterior.predict(x[:5])
+    assert np.all(np.isfinite(mean)) and np.all(var > 0)
+    assert np.allclose(mean, y[:5], atol=0.05)   # the distinct points are still (nearly) interpolated
+    # a well-conditioned matrix is factorised as it is
+    assert gp.Posterior(x[:20], y[:20], np.full(4, 0.5), 1.0, 1e-2, 0.0, 1.0).jitter == 0.0

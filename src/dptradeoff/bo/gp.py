@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import linalg, optimize
@@ -119,6 +119,33 @@ def matern52(a: np.ndarray, b: np.ndarray, lengthscales: np.ndarray, variance: f
     return out
 
 
+# Jitter for a kernel matrix that is not numerically positive definite (near-duplicate inputs, long
+# lengthscales, a tiny learned noise): GPyTorch's psd_safe_cholesky schedule for float64, from 1e-8 of
+# the mean diagonal, x10 per try; GPflow adds a fixed 1e-6. Each try costs one factorisation.
+JITTER_START, JITTER_TRIES = 1e-8, 8
+
+
+def robust_cholesky(k: np.ndarray) -> tuple[np.ndarray, float]:
+    """The lower Cholesky factor of k + jitter I and the jitter used: 0 when k factorises as it is,
+    else the smallest of mean(diag k) * 1e-8, 1e-7, ... that makes it factorise."""
+    try:
+        return np.linalg.cholesky(k), 0.0
+    except np.linalg.LinAlgError:
+        pass
+    scale = float(np.mean(np.diag(k))) or 1.0
+    for attempt in range(JITTER_TRIES):
+        jitter = scale * JITTER_START * 10.0**attempt
+        try:
+            chol = np.linalg.cholesky(k + jitter * np.eye(len(k)))
+        except np.linalg.LinAlgError:
+            continue
+        log.warning("kernel matrix of %d points not positive definite; factorised with jitter %.3g (%.0e of its "
+                    "mean diagonal)", len(k), jitter, jitter / scale)
+        return chol, jitter
+    raise np.linalg.LinAlgError(f"the kernel matrix of {len(k)} points is not positive definite even with jitter "
+                                f"{jitter:.3g}")
+
+
 @dataclass
 class Posterior:
     """A fitted GP's posterior in numpy (standardised outputs, zero prior mean)."""
@@ -129,10 +156,11 @@ class Posterior:
     noise: float
     y_mean: float
     y_std: float
+    jitter: float = field(init=False, default=0.0)   # added to the diagonal so that it factorised (robust_cholesky)
 
     def __post_init__(self):
         k = matern52(self.x, self.x, self.lengthscales, self.variance) + self.noise * np.eye(len(self.x))
-        self._chol = np.linalg.cholesky(k)
+        self._chol, self.jitter = robust_cholesky(k)
         self._alpha = linalg.cho_solve((self._chol, True), self.y)
 
     @property

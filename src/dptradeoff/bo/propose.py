@@ -218,6 +218,8 @@ def choose(problem: Problem, surrogates: Surrogates, evals: pd.DataFrame, q: int
             surrogates = surrogates.condition(unit[None, :])
             observed = np.vstack([observed, unit])
     frame = pd.DataFrame(rows)
+    # jitter the kernel matrices needed to factorise (0: none; gp.robust_cholesky)
+    frame["privacy_jitter"], frame["utility_jitter"] = surrogates.privacy.jitter, surrogates.utility.jitter
     frame["fit_seconds"] = surrogates.fit_seconds
     frame["acquisition_seconds"] = time.perf_counter() - start
     return frame
