@@ -1,6 +1,7 @@
 """`all` on a tiny configuration: every rule of the pipeline, every figure and table, end to end."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import yaml
 
@@ -74,6 +75,21 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     table = read(str(work / "tables/table2.csv"))
     assert set(table["problem"]) == {"adult-logreg-sgd", "adult-logreg-adam", "adult-svm-sgd"}
     assert (table["parts"] == 2).all() and (table["part_size"] == 8).all()   # k0 + k: config.yaml's part_size budget
+    # one row per problem and metric, the paper's values beside every metric's, the split of each difference
+    assert set(table["metric"]) == {"raw", "log-epsilon", "region", "best-error@0.1", "best-error@0.3",
+                                    "best-error@1", "best-error@3"} and len(table) == 3 * 7
+    assert (table["paper_mean_difference"] > 0).all()
+    parts = table["difference_from_points_better_than_floor"] + table["difference_from_points_at_or_above_floor"]
+    assert np.allclose(parts, table["mean_difference"])
+    assert table["error_floor"].between(0.2, 0.3).all()   # adult's majority-class error
+    # every chain of dpareto.methods beside random and uniform sampling, on every problem
+    quality = read(str(work / "tables/front_quality.csv"))
+    assert set(quality["method"]) == {"dpareto", "optuna-tpe", "optuna-gp", "botorch", "random", "uniform"}
+    assert len(quality) == 5 * 6 and (quality["evaluations"] == 8).all()
+    assert quality["region"].between(0, 1).all() and (quality["region_gap_to_reference"] >= 0).all()
+    assert quality["at_utility_floor"].between(0, 1).all() and quality["at_min_epsilon_corner"].between(0, 1).all()
+    chains = quality[quality["method"] != "random"].dropna(subset=["seconds_per_proposal"])
+    assert set(chains["method"]) == {"dpareto", "optuna-tpe", "optuna-gp", "botorch"}
     assert "embedded" in (work / "tables/table2.csv").read_text().splitlines()[0]
     overhead = read(str(work / "tables/overhead.csv"))
     assert len(overhead) == 5 and overhead["bo_fraction_of_iteration"].between(0, 1).all()

@@ -25,6 +25,8 @@ TINY = {
     "random_sampling": {"points": 4, "points_per_job": 2},
 }
 TARGET = "results/dpareto/svt/bo/0/evaluations.parquet"
+# DPareto's chain (directory bo) and a peer's (botorch: torch's RNG, seeded per round under a lock)
+CHAINS = {"bo": "dpareto", "botorch": "botorch"}
 
 
 def _config(tmp_path):
@@ -46,37 +48,39 @@ def _chain_outputs(work):
     return out
 
 
-def test_kill_and_resume_continues_and_matches_an_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("chain", CHAINS)
+def test_kill_and_resume_continues_and_matches_an_uninterrupted_run(tmp_path, chain):
     config = _config(tmp_path)
+    target = TARGET.replace("/bo/", f"/{chain}/")
     work = tmp_path / "killed"
     work.mkdir()
     (work / "config").symlink_to(REPO / "config")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work), TARGET,
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work), target,
            "--cores", "1", "--rerun-incomplete", f"--configfile={config}"]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
-    marker = work / "results/dpareto/svt/bo/0/proposals/1.parquet"
+    marker = work / f"results/dpareto/svt/{chain}/0/proposals/1.parquet"
     deadline = time.time() + 600
     while not marker.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
     assert marker.exists(), "the chain never reached its second proposal"
     os.killpg(proc.pid, signal.SIGKILL)  # the whole job tree, mid-way through the chain
     proc.wait()
-    assert not (work / TARGET).exists()
-    first_proposal = work / "results/dpareto/svt/bo/0/proposals/0.parquet"
+    assert not (work / target).exists()
+    first_proposal = work / f"results/dpareto/svt/{chain}/0/proposals/0.parquet"
     mtime = first_proposal.stat().st_mtime
 
     # A hard kill leaves Snakemake's lock behind: the user runs --unlock once, then starts again.
-    assert snakemake(work, TARGET, "--unlock", f"--configfile={config}").returncode == 0
-    done = snakemake(work, TARGET, "--cores", "1", "--rerun-incomplete", f"--configfile={config}")
+    assert snakemake(work, target, "--unlock", f"--configfile={config}").returncode == 0
+    done = snakemake(work, target, "--cores", "1", "--rerun-incomplete", f"--configfile={config}")
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert first_proposal.stat().st_mtime == mtime  # complete files are not redone
-    resumed = _table(work, TARGET)
+    resumed = _table(work, target)
     assert resumed["index"].tolist() == list(range(7))
-    assert resumed["method"].tolist() == ["random"] * 4 + ["dpareto"] * 3
+    assert resumed["method"].tolist() == ["random"] * 4 + [CHAINS[chain]] * 3
 
     fresh_dir = tmp_path / "fresh"
-    done = snakemake(fresh_dir, TARGET, "--cores", "1", f"--configfile={config}")
+    done = snakemake(fresh_dir, target, "--cores", "1", f"--configfile={config}")
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     # Same config -> the same files, value for value (timings aside): every point, epsilon, utility,
     # seed and GP prediction of the killed-and-resumed run equals the uninterrupted run's.

@@ -7,7 +7,8 @@ import pytest
 
 from dptradeoff.stats.hypervolume import curve, hypervolume
 from dptradeoff.stats.overhead import batch_rows, equal_count_table
-from dptradeoff.stats.ttest import compare, table2
+from dptradeoff.stats.front_metrics import MetricSettings
+from dptradeoff.stats.ttest import compare, paper_parts_sd, table2
 
 
 def test_ttest_row_known_answer():
@@ -24,24 +25,40 @@ def test_ttest_row_known_answer():
 
 def _evals(points, method="random"):
     eps, err = np.asarray(points, dtype=float).T
-    return pd.DataFrame({"index": np.arange(len(eps)), "epsilon": eps, "utility": 1 - err, "method": method})
+    return pd.DataFrame({"index": np.arange(len(eps)), "epsilon": eps, "utility": 1 - err, "error": err, "method": method})
 
 
-def test_table2_on_synthetic_evaluations_with_known_hypervolumes():
-    # One point per part: hypervolume (10 - eps)(1 - err) with anti-ideal (10, 1).
-    dpareto = _evals([[1.0, 0.2]])                        # 9 * 0.8 = 7.2
-    random = _evals([[2.0, 0.2], [1.0, 0.5], [5.0, 0.0], [9.0, 0.9]])  # 6.4, 4.5, 5.0, 0.1
-    table = table2({"adult-logreg-sgd": (dpareto, random)}, part_size=1, parts=4)
-    row = table.iloc[0]
+def test_table2_on_synthetic_evaluations_with_known_values_under_every_metric():
+    # One point per part. raw: (10 - eps)(1 - err); log-epsilon: ln(10 / eps)(1 - err); floor 0.5.
+    dpareto = _evals([[1.0, 0.2]])                                      # raw 7.2
+    random = _evals([[2.0, 0.2], [1.0, 0.5], [5.0, 0.0], [9.0, 0.9]])   # raw 6.4, 4.5, 5.0, 0.1
+    metrics = MetricSettings(names=("raw", "log-epsilon", "region")).metrics(0.5)
+    table = table2({"adult-logreg-sgd": (dpareto, random)}, 1, 4, {"adult-logreg-sgd": metrics},
+                   {"adult-logreg-sgd": 0.5})
+    assert table["metric"].tolist() == ["raw", "log-epsilon", "region"]
+    raw, log_eps, region = (table.iloc[i] for i in range(3))
     d = 7.2 - np.array([6.4, 4.5, 5.0, 0.1])
-    assert row["dpareto_hypervolume"] == pytest.approx(7.2)
-    assert row["mean_difference"] == pytest.approx(d.mean())
-    assert row["t_statistic"] == pytest.approx(d.mean() / (d.std(ddof=1) / 2))
-    # the paper's Table 2 beside ours
-    assert (row["paper_mean_difference"], row["paper_ci_low"], row["paper_ci_high"]) == (0.158, 0.053, 0.264)
-    assert np.isnan(table2({"mnist-mlp2-sgd": (dpareto, random)}, 1, 4)["paper_mean_difference"].iloc[0])
+    assert raw["dpareto_value"] == pytest.approx(7.2)
+    assert raw["mean_difference"] == pytest.approx(d.mean())
+    assert raw["t_statistic"] == pytest.approx(d.mean() / (d.std(ddof=1) / 2))
+    # the split: the parts' points at or above the floor 0.5 ([1, 0.5] and [9, 0.9]) earn 4.5 and 0.1 of raw
+    assert raw["difference_from_points_at_or_above_floor"] == pytest.approx(0 - (4.5 + 0.1) / 4)
+    assert raw["difference_from_points_better_than_floor"] == pytest.approx(7.2 - (6.4 + 5.0) / 4)
+    logs = np.log(10 / np.array([2.0, 1.0, 5.0, 9.0])) * np.array([0.8, 0.5, 1.0, 0.1])
+    assert log_eps["mean_difference"] == pytest.approx(np.log(10) * 0.8 - logs.mean())
+    # region: ln eps over [0.01, 10], error below the floor 0.5, normalised by ln(1000) * 0.5
+    full = np.log(1000) * 0.5
+    parts = np.array([np.log(5) * 0.3, 0.0, np.log(2) * 0.5, 0.0]) / full
+    assert region["mean_difference"] == pytest.approx(np.log(10) * 0.3 / full - parts.mean())
+    assert region["difference_from_points_at_or_above_floor"] == pytest.approx(0.0)
+    # the paper's Table 2 beside every metric's, with the spread across its 19 parts its CI implies
+    assert (raw["paper_mean_difference"], raw["paper_ci_low"], raw["paper_ci_high"]) == (0.158, 0.053, 0.264)
+    assert log_eps["paper_parts_sd"] == pytest.approx(paper_parts_sd(0.053, 0.264)) == pytest.approx(0.2189, abs=1e-4)
+    assert raw["parts_sd"] == pytest.approx(np.std([6.4, 4.5, 5.0, 0.1], ddof=1))
+    other = table2({"mnist-mlp2-sgd": (dpareto, random)}, 1, 4, {"mnist-mlp2-sgd": metrics}, {"mnist-mlp2-sgd": 0.5})
+    assert np.isnan(other["paper_mean_difference"].iloc[0])
     with pytest.raises(ValueError, match="cannot make"):
-        table2({"x": (dpareto, random)}, part_size=2, parts=4)
+        table2({"x": (dpareto, random)}, 2, 4, {"x": metrics}, {"x": 0.5})
 
 
 def test_hypervolume_curve_is_monotone_and_ends_at_the_total():

@@ -14,8 +14,10 @@ from dptradeoff.config import check as check_config
 from dptradeoff.data.build import SPLIT_OUTPUTS, raw_inputs
 from dptradeoff.data.sources import DATASETS, TWITTER_MEMBER, file_specs
 from dptradeoff.baselines.grid import grid
-from dptradeoff.bo.propose import Settings
+from dptradeoff.bo.propose import DPareto, Settings
+from dptradeoff.peers import PEERS
 from dptradeoff.problems import PROBLEMS, definition, resolve
+from dptradeoff.stats.front_metrics import MetricSettings
 from dptradeoff.stats.ttest import PAPER_TABLE2
 from dptradeoff import resources
 from dptradeoff.problems.tables import read_frame
@@ -35,6 +37,7 @@ CHAIN_PRIORITY = 10
 RDP_CONVERSION = config["privacy"]["conversion"]
 # Grid axes: log-spaced where a parameter is searched on a log scale, or linspace (the original).
 GRID_SPACING = config["dpareto"]["grid_spacing"]
+METRIC_SETTINGS = MetricSettings.from_config(config["statistics"])
 
 
 def problem_definition(problem):
@@ -77,7 +80,7 @@ wildcard_constraints:
     run=r"0|[1-9]\d*",
     batch=r"0|[1-9]\d*",
     round=r"0|[1-9]\d*",
-    chain=r"bo|bo-q[1-9]\d*",
+    chain=r"bo|bo-q[1-9]\d*|" + "|".join(re.escape(name) for name in PEERS),
     i=r"0|[1-9]\d*",
     k=r"[1-9]\d*",
     problem="|".join(re.escape(name) for name in KNOWN_PROBLEMS),
@@ -182,8 +185,23 @@ def initial_batches(wildcards):
 
 
 def chain_batch_size(chain):
-    """q of a DPareto chain: `bo` uses dpareto.batch_size, `bo-q<q>` uses q."""
-    return config["dpareto"]["batch_size"] if chain == "bo" else int(chain[len("bo-q"):])
+    """q of a chain: `bo-q<q>` uses q, DPareto's `bo` and the peers' chains dpareto.batch_size."""
+    return int(chain[len("bo-q"):]) if chain.startswith("bo-q") else config["dpareto"]["batch_size"]
+
+
+def chain_of(method):
+    """The chain directory of a `dpareto.methods` entry: `bo` for DPareto (its paths predate the peers)."""
+    return "bo" if method == "dpareto" else method
+
+
+def chain_methods():
+    """The chains every DPareto problem runs (`dpareto.methods`), as directory names."""
+    return [chain_of(m) for m in config["dpareto"]["methods"]]
+
+
+def chain_method(chain):
+    """The object that proposes a chain's rounds: DPareto (`bo`, `bo-q<q>`) or a peer optimiser."""
+    return PEERS[chain] if chain in PEERS else DPareto(bo_settings())
 
 
 def previous_proposal(wildcards):
@@ -202,10 +220,10 @@ def proposal_round(wildcards, input, output, params, log):
     from dptradeoff.bo.chain_round import propose_round
 
     try:
-        propose_round(problem=wildcards.problem, definition=params.problem, initial=input.initial,
+        propose_round(method=params.method, problem=wildcards.problem, definition=params.problem, initial=input.initial,
                       evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
-                      output=output[0], log=log[0], batch_size=params.batch_size, settings=params.settings,
-                      seed=params.seed, run=int(wildcards.run), round_index=int(wildcards.round))
+                      output=output[0], log=log[0], batch_size=params.batch_size, seed=params.seed,
+                      run=int(wildcards.run), round_index=int(wildcards.round))
     except UserError as exc:
         # Raised afresh, so Snakemake shows the sentence (also in the round's log) with this
         # function's location instead of the library's traceback.
@@ -220,11 +238,22 @@ def evaluations_before_round(wildcards):
 def problem_study_files(problem):
     """Every evaluation file of one problem's DPareto study: sampling runs, chains, grids, Table 2's sample."""
     runs = range(config["dpareto"]["runs"])
-    files = [f"results/dpareto/{problem}/{method}/{run}/evaluations.parquet" for method in sampling_methods() + ["bo"] for run in runs]
+    files = [f"results/dpareto/{problem}/{method}/{run}/evaluations.parquet" for method in sampling_methods() + chain_methods()
+             for run in runs]
     files += [f"results/dpareto/{problem}/grid{k}/0/evaluations.parquet" for k in problem_settings(problem).get("grids", [])]
     if problem in table2_problems():
         files.append(f"results/dpareto/{problem}/comparison/0/evaluations.parquet")
     return files
+
+
+def front_quality_files(problem):
+    """The evaluation files the front-quality table reads for one problem: chains (and their proposals),
+    sampling runs, and the rest of its study (grids, Table 2's sample) for the reference front."""
+    chains = {m: chain_files(problem, chain_of(m))["evaluations"] for m in config["dpareto"]["methods"]}
+    proposals = {m: chain_files(problem, chain_of(m))["proposals"] for m in config["dpareto"]["methods"]}
+    sampling = {m: f"results/dpareto/{problem}/{m}/0/evaluations.parquet" for m in sampling_methods()}
+    others = [f for f in problem_study_files(problem) if f not in set(chains.values()) | set(sampling.values())]
+    return {"chains": chains, "proposals": proposals, "sampling": sampling, "others": others}
 
 
 def dpareto_targets():
@@ -299,7 +328,7 @@ def chain_files(problem, chain="bo", run=0):
 def study_targets(study):
     """The outputs `all` builds for one entry of `studies` (the data they read come as their inputs)."""
     if study == "dpareto":
-        tables = [f"tables/{name}.{ext}" for name in ["overhead"] + (["table2"] if table2_problems() else [])
+        tables = [f"tables/{name}.{ext}" for name in ["overhead", "front_quality"] + (["table2"] if table2_problems() else [])
                   for ext in ("csv", "md")]
         present = {6: grid_problems(), 7: table2_problems(), 8: figure_problems("8")}
         figures = [f"figures/fig{i}.pdf" for i in (5, 6, 7, 8) if present.get(i, True)]
@@ -320,7 +349,7 @@ def query_files(problem):
 
 
 def front_inputs(wildcards):
-    files = {m: f"results/dpareto/{wildcards.problem}/{m}/0/evaluations.parquet" for m in sampling_methods() + ["bo"]}
+    files = {m: f"results/dpareto/{wildcards.problem}/{m}/0/evaluations.parquet" for m in sampling_methods() + chain_methods()}
     return {**files, "queries": query_files(wildcards.problem)}
 
 

@@ -2,7 +2,8 @@
 # initial points; proposal r is computed from every evaluation before it (not only the last:
 # a single-predecessor chain of 256 overflows Python's recursion limit when the DAG is built),
 # and its q points are evaluated one job each, so a batch runs in parallel. The chain `bo` uses
-# dpareto.batch_size; `bo-q<q>` is the same chain with q points per round (batch comparison).
+# dpareto.batch_size; `bo-q<q>` is the same chain with q points per round (batch comparison). The
+# peers (dpareto.methods: optuna-tpe, optuna-gp, botorch) run the same chain under their own names.
 
 rule bo_initial:
     input:
@@ -33,10 +34,12 @@ rule bo_propose:
         previous=previous_proposal,
     output:
         "results/dpareto/{problem}/{chain}/{run}/proposals/{round}.parquet",
+    wildcard_constraints:
+        chain=r"bo|bo-q[1-9]\d*",
     params:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
-        settings=lambda wildcards: bo_settings(),
+        method=lambda wildcards: chain_method(wildcards.chain),
         seed=config["seed"],
     threads: 1
     priority: CHAIN_PRIORITY
@@ -47,6 +50,36 @@ rule bo_propose:
         proposal_round(wildcards, input, output, params, log)
 
 
+# A peer's round (dpareto.methods: optuna-tpe, optuna-gp, botorch) runs as a job of its own: its
+# seconds of Python-level torch and Optuna work hold the GIL, and as threads of the Snakemake process
+# two such rounds took 4-7 s each instead of 1-2 s, so the chains crawled while the cores idled. The
+# interpreter and imports (1-3 s) are paid per round instead.
+rule peer_propose:
+    input:
+        initial="results/dpareto/{problem}/{chain}/{run}/initial.parquet",
+        evals=evaluations_before_round,
+    output:
+        "results/dpareto/{problem}/{chain}/{run}/proposals/{round}.parquet",
+    wildcard_constraints:
+        chain="|".join(re.escape(name) for name in PEERS),
+    params:
+        problem=lambda wildcards: problem_definition(wildcards.problem),
+        batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
+        method=lambda wildcards: chain_method(wildcards.chain),
+        seed=config["seed"],
+    threads: 1
+    priority: CHAIN_PRIORITY
+    resources:
+        runtime=per_attempt(30),
+        mem_mb=per_attempt(2000),
+    log:
+        "logs/dpareto/{problem}/{chain}/{run}/proposals/{round}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/peer_propose.py"
+
+
 rule bo_evaluate:
     input:
         proposal=lambda wildcards: f"results/dpareto/{wildcards.problem}/{wildcards.chain}/{wildcards.run}/proposals/"
@@ -55,6 +88,7 @@ rule bo_evaluate:
     output:
         "results/dpareto/{problem}/{chain}/{run}/evals/{i}.parquet",
     params:
+        method=lambda wildcards: chain_method(wildcards.chain).name,
         conversion=RDP_CONVERSION,
         problem=lambda wildcards: problem_definition(wildcards.problem),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),

@@ -44,15 +44,19 @@ rule fig_surfaces:
 
 rule fig5:
     input:
-        bo=[f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in config["dpareto"]["problems"]],
-        **{method: [f"results/dpareto/{p}/{method}/0/evaluations.parquet" for p in config["dpareto"]["problems"]]
-           for method in sampling_methods()},
+        **{method.replace("-", "_"): [f"results/dpareto/{p}/{chain_of(method)}/0/evaluations.parquet"
+                                      for p in config["dpareto"]["problems"]]
+           for method in config["dpareto"]["methods"] + sampling_methods()},
         comparison=[f"results/dpareto/{p}/comparison/0/evaluations.parquet" for p in table2_problems() if p == "adult-logreg-sgd"],
+        data=sorted({f for p in config["dpareto"]["problems"] for f in problem_data(p)}),
     output:
         report("figures/fig5.pdf", caption="../report/fig5.rst", category="Figures"),
     params:
         problems=config["dpareto"]["problems"],
-        sampling=sampling_methods(),
+        methods=config["dpareto"]["methods"] + sampling_methods(),
+        definitions={p: problem_definition(p) for p in config["dpareto"]["problems"]},
+        utility_floors={p: problem_settings(p).get("utility_floor") for p in config["dpareto"]["problems"]},
+        metrics=METRIC_SETTINGS,
         initial_points=config["dpareto"]["initial_points"],
         config_label=config_label(),
     localrule: True

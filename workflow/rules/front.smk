@@ -41,7 +41,7 @@ rule front_report:
         md="tables/front-{problem}.md",
     params:
         problem=lambda wildcards: problem_definition(wildcards.problem),
-        methods=sampling_methods() + ["bo"],
+        methods=sampling_methods() + chain_methods(),
         config_label=config_label(),
     localrule: True
     log:

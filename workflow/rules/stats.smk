@@ -5,11 +5,15 @@ rule table2:
     input:
         bo=lambda wildcards: [f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in table2_problems()],
         comparison=lambda wildcards: [f"results/dpareto/{p}/comparison/0/evaluations.parquet" for p in table2_problems()],
+        data=lambda wildcards: sorted({f for p in table2_problems() for f in problem_data(p)}),
     output:
         csv=report("tables/table2.csv", caption="../report/table2.rst", category="Tables"),
         md="tables/table2.md",
     params:
         problems=table2_problems(),
+        definitions={p: problem_definition(p) for p in table2_problems()},
+        utility_floors={p: problem_settings(p).get("utility_floor") for p in table2_problems()},
+        metrics=METRIC_SETTINGS,
         parts=config["statistics"]["comparison_parts"],
         part_size=comparison_part_size(),
         config_label=config_label(),
@@ -65,3 +69,32 @@ rule batch_vs_sequential:
         CONDA_ENV
     script:
         "../scripts/batch_vs_sequential.py"
+
+
+# Every method's front side by side (front metrics, gap to the front of everything evaluated, where the
+# proposals went, optimiser seconds per proposal).
+rule front_quality:
+    input:
+        study=lambda wildcards: [f for p in config["dpareto"]["problems"] for f in problem_study_files(p)],
+        proposals=lambda wildcards: [f for p in config["dpareto"]["problems"] for c in chain_methods()
+                                     for f in chain_files(p, c)["proposals"]],
+        data=lambda wildcards: sorted({f for p in config["dpareto"]["problems"] for f in problem_data(p)}),
+    output:
+        csv=report("tables/front_quality.csv", caption="../report/front_quality.rst", category="Tables"),
+        md="tables/front_quality.md",
+    params:
+        problems=config["dpareto"]["problems"],
+        files={p: front_quality_files(p) for p in config["dpareto"]["problems"]},
+        definitions={p: problem_definition(p) for p in config["dpareto"]["problems"]},
+        utility_floors={p: problem_settings(p).get("utility_floor") for p in config["dpareto"]["problems"]},
+        conversion=RDP_CONVERSION,
+        metrics=METRIC_SETTINGS,
+        initial_points=config["dpareto"]["initial_points"],
+        config_label=config_label(),
+    localrule: True
+    log:
+        "logs/stats/front_quality.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/front_quality.py"

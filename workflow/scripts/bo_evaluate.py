@@ -13,9 +13,9 @@ with rule_context(snakemake):
     proposal = read_frame(snakemake.input.proposal)
     point = proposal.iloc[[i % p.batch_size]][problem.names]
     data = load_data(problem)
-    rows = evaluate(problem, point, data, p.repeats, p.seed, "dpareto", int(w.run), p.initial_points + i)
+    rows = evaluate(problem, point, data, p.repeats, p.seed, p.method, int(w.run), p.initial_points + i)
     rows["round"] = int(proposal["round"].iloc[0])
     rows["job_seconds"] = job_seconds()
-    write_frame(rows, snakemake.output[0], {"problem": w.problem, "method": "dpareto", "run": int(w.run), "chain": w.chain,
+    write_frame(rows, snakemake.output[0], {"problem": w.problem, "method": p.method, "run": int(w.run), "chain": w.chain,
                                             "repeats": p.repeats, "definition": p.problem,
                                             "source_label": source_label(problem, data)})

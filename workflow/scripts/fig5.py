@@ -1,10 +1,13 @@
 from dptradeoff.plots.dpareto import fig5
+from dptradeoff.problems import resolve
+from dptradeoff.problems.evaluate import error_floor
 from dptradeoff.problems.tables import read_frame
 from dptradeoff.workflow_support import rule_context
 
 with rule_context(snakemake):
     p, i = snakemake.params, snakemake.input
-    bo = {problem: read_frame(f) for problem, f in zip(p.problems, i.bo)}
-    sampling = {method: {problem: read_frame(f) for problem, f in zip(p.problems, i[method])} for method in p.sampling}
+    methods = {method: {problem: read_frame(f) for problem, f in zip(p.problems, i[method.replace("-", "_")])} for method in p.methods}
     comparison = read_frame(i.comparison[0]) if i.comparison else None
-    fig5(bo, sampling, comparison, p.initial_points, snakemake.output[0], p.config_label)
+    metrics = {problem: p.metrics.metrics(error_floor(resolve(problem, p.definitions[problem]), p.utility_floors[problem]))
+               for problem in p.problems}
+    fig5(methods, comparison, p.initial_points, metrics, snakemake.output[0], p.config_label)

@@ -1,13 +1,13 @@
-"""One round of a DPareto chain as the `bo_propose` rule runs it: inside the Snakemake process.
+"""One round of a chain (DPareto's or a peer's) as the `bo_propose` rule runs it: inside the Snakemake process.
 
 A proposal round is a library call of a fraction of a second; as a fresh interpreter per round
-it cost 13-23 s, mostly importing TensorFlow/GPflow and tracing the GP graph. The rule is a
-`run:` rule and profiles/default sets `force-use-threads`, so Snakemake runs every round as a
-thread of its own process: TensorFlow is imported and the graph traced once per workflow run.
+it cost 13-23 s, mostly importing TensorFlow/GPflow (or torch) and tracing the GP graph. The rule
+is a `run:` rule and profiles/default sets `force-use-threads`, so Snakemake runs every round as a
+thread of its own process: the libraries are imported and the graph traced once per workflow run.
 Each evaluation file is likewise read once per workflow run (`read_once`; reading all 256 of
-them every round costs 0.5 s), and the GP hyperparameters a round ends with are stored in its
-proposal file, where the next round's ML-II starts. Everything a round depends on is in its
-input files, so a resumed or re-run round proposes exactly what an uninterrupted run does.
+them every round costs 0.5 s), and what a round needs of the one before (DPareto's GP
+hyperparameters) is stored in its proposal file. Everything a round depends on is in its input
+files, so a resumed or re-run round proposes exactly what an uninterrupted run does.
 """
 from __future__ import annotations
 
@@ -22,10 +22,8 @@ from .. import UserError
 from ..io import read_provenance
 from ..problems import resolve, succeeded
 from ..problems.tables import read_frame, write_frame
-from ..seeds import rng
 from ..workflow_support import thread_log
 from . import gp
-from .propose import GPState, Settings, propose
 
 _frames: dict[tuple, pd.DataFrame] = {}
 _blas_limited = False
@@ -55,33 +53,29 @@ def read_once(path: str) -> pd.DataFrame:
     return _frames[key]
 
 
-def propose_round(*, problem: str, definition: dict | None, initial: str, evaluations: list[str], previous: str | None,
-                  output: str, log: str, batch_size: int, settings: Settings, seed: int, run: int,
+def propose_round(*, method, problem: str, definition: dict | None, initial: str, evaluations: list[str],
+                  previous: str | None, output: str, log: str, batch_size: int, seed: int, run: int,
                   round_index: int) -> None:
-    """Write round `round_index`'s proposal (q = batch_size points) to `output`."""
+    """Write round `round_index`'s proposal (q = batch_size points) of chain method `method`
+    (`bo.propose.DPareto` or a `peers.Peer`) to `output`."""
     start = time.perf_counter()
     limit_blas_threads()   # for the whole (Snakemake) process, whose only BLAS work is these rounds
     with thread_log(log):
         try:
             chosen = resolve(problem, definition)
-            # points whose oracle failed carry no objectives: the GPs never see them
+            # points whose oracle failed carry no objectives: the optimisers never see them
             initial_points = succeeded(read_once(initial))
             evals = succeeded(pd.concat([read_once(initial)] + [read_once(path) for path in evaluations], ignore_index=True))
-            state = GPState.from_dict(read_provenance(previous)["gp_state"]) if previous else None
-            proposal = propose(chosen, evals, batch_size, settings, rng(seed, problem, "dpareto", run, round_index),
-                               state, round_index, initial=len(initial_points))
-            points = proposal.points
-            full = state is None or settings.full_refit(round_index)
-            logging.getLogger(__name__).info(
-                "round %d: %d observations, ML-II %s, GP fits %.2f s, acquisition %.2f s", round_index, len(evals),
-                f"with {settings.gp_restarts} starts" if full else "refined from the previous round",
-                points["fit_seconds"].iloc[0], points["acquisition_seconds"].iloc[0])
+            points, record = method.round(chosen, evals, batch_size, seed, run, round_index, len(initial_points),
+                                          read_provenance(previous) if previous else None)
+            logging.getLogger(__name__).info("%s round %d: %d observations, %s, proposal %.2f s", method.name,
+                                             round_index, len(evals),
+                                             "ML-II " + ("with restarts" if record.get("full_refit") else "refined")
+                                             if "full_refit" in record else "refitted", points["proposal_seconds"].iloc[0])
             points.insert(0, "round", round_index)
             points["job_seconds"] = time.perf_counter() - start   # the whole round as Snakemake runs it
-            write_frame(points, output, {
-                "problem": problem, "method": "dpareto", "run": run, "round": round_index, "observed": len(evals),
-                "settings": settings.__dict__, "full_refit": full,
-                "gp_state": proposal.gp_state.as_dict()})
+            write_frame(points, output, {"problem": problem, "method": method.name, "run": run, "round": round_index,
+                                         "observed": len(evals), **record})
         except UserError as exc:
             logging.getLogger(__name__).error("%s", exc)  # into the round's log, as a script job's would be
             raise

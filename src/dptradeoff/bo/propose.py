@@ -222,4 +222,25 @@ def choose(problem: Problem, surrogates: Surrogates, evals: pd.DataFrame, q: int
     frame["privacy_jitter"], frame["utility_jitter"] = surrogates.privacy.jitter, surrogates.utility.jitter
     frame["fit_seconds"] = surrogates.fit_seconds
     frame["acquisition_seconds"] = time.perf_counter() - start
+    frame["proposal_seconds"] = frame["fit_seconds"] + frame["acquisition_seconds"]   # as the peers report it
     return frame
+
+
+@dataclass(frozen=True)
+class DPareto:
+    """DPareto as a chain method (beside the peers of `dptradeoff.peers`): one round proposes from every
+    evaluation so far, its ML-II starting from the GP state the previous round's proposal file holds."""
+    settings: Settings
+    name = "dpareto"
+
+    def round(self, problem: Problem, evals: pd.DataFrame, q: int, seed: int, run: int, round_index: int,
+              initial: int, previous: dict | None) -> tuple[pd.DataFrame, dict]:
+        """The round's points and what its proposal file records (settings, GP state, the kind of fit)."""
+        from ..seeds import rng
+
+        state = GPState.from_dict(previous["gp_state"]) if previous else None
+        proposal = propose(problem, evals, q, self.settings, rng(seed, problem.name, "dpareto", run, round_index),
+                           state, round_index, initial=initial)
+        full = state is None or self.settings.full_refit(round_index)
+        return proposal.points, {"settings": self.settings.__dict__, "full_refit": full,
+                                 "gp_state": proposal.gp_state.as_dict()}

@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..stats.hypervolume import curve, objectives
+from ..stats.hypervolume import objectives
 from .common import front_line, save
 
 NAMES = {"adult-logreg-sgd": "LogReg+SGD", "adult-logreg-adam": "LogReg+Adam", "adult-svm-sgd": "SVM+SGD",
@@ -24,60 +24,78 @@ def _eps_axis(ax, ylabel="classification error"):
 
 # Fig. 5 bottom right: DPareto's k points against this many random points (the paper: 1,500).
 FIG5_RANDOM_POINTS = 1500
-SAMPLING_STYLES = {"random": ("--", "random (Tables 3-4)"), "uniform": (":", "uniform random")}
+# Every method's line in Fig. 5: the chains solid in their own colours, the sampling baselines in grey.
+METHOD_STYLES = {"dpareto": ("C0", "-", "DPareto"), "optuna-tpe": ("C2", "-", "Optuna TPE"),
+                 "optuna-gp": ("C3", "-", "Optuna GP"), "botorch": ("C4", "-", "BoTorch qLogNEHVI"),
+                 "random": ("0.35", "--", "random (Tables 3-4)"), "uniform": ("0.55", ":", "uniform random")}
 
 
-def fig5(bo: dict[str, pd.DataFrame], sampling: dict[str, dict[str, pd.DataFrame]], comparison: pd.DataFrame | None,
-         k0: int, out: str, config: str) -> None:
-    """Hypervolume vs evaluations per dataset for DPareto and each random-sampling method (`sampling`:
-    method -> problem -> evaluations); MLP2 fronts; adult LogReg+SGD: DPareto's k points against the
-    first FIG5_RANDOM_POINTS points of the large random sample."""
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
-    for ax, dataset in zip(axes[0], ("adult", "mnist")):
-        for i, problem in enumerate(p for p in bo if p.startswith(dataset)):
-            name = NAMES.get(problem, problem)
-            ax.plot(np.arange(1, len(bo[problem]) + 1), curve(bo[problem]), color=f"C{i}", label=f"{name} DPareto")
-            for method, frames in sampling.items():
-                style, label = SAMPLING_STYLES[method]
-                ax.plot(np.arange(1, len(frames[problem]) + 1), curve(frames[problem]), color=f"C{i}", ls=style,
-                        label=f"{name} {label}")
-        ax.axvline(k0, color="0.5", lw=0.8, ls=":")
-        ax.set_xlabel("evaluations")
-        ax.set_ylabel("hypervolume (anti-ideal ε 10, error 1)")
-        ax.set_title(f"{dataset}: hypervolume of the Pareto front")
-        ax.legend(fontsize=6)
-    ax = axes[1, 0]
+def fig5(methods: dict[str, dict[str, pd.DataFrame]], comparison: pd.DataFrame | None, k0: int,
+         metrics: dict[str, list], out: str, config: str) -> None:
+    """One row per front metric (`metrics`: problem -> its metrics, hypervolume-like ones drawn), one column
+    per problem: the metric against evaluations for every method (`methods`: method -> problem -> evaluations,
+    chains and sampling baselines); last row: MLP2 fronts of every method, and adult LogReg+SGD: DPareto's
+    k points against the first FIG5_RANDOM_POINTS points of the large random sample."""
+    problems = list(next(iter(methods.values())))
+    drawn = {p: [m for m in metrics[p] if m.higher_is_better] for p in problems}
+    rows = max(len(m) for m in drawn.values())
+    fig, axes = plt.subplots(rows + 1, max(len(problems), 2), figsize=(4 * max(len(problems), 2), 3.2 * (rows + 1)),
+                             squeeze=False)
+    for column, problem in enumerate(problems):
+        for row, metric in enumerate(drawn[problem]):
+            ax = axes[row, column]
+            for method, frames in methods.items():
+                color, style, label = METHOD_STYLES.get(method, ("C9", "-", method))
+                frame = frames[problem].sort_values("index")
+                ax.plot(np.arange(1, len(frame) + 1), metric.curve(frame["epsilon"], frame["error"]), color=color,
+                        ls=style, label=label)
+            ax.axvline(k0, color="0.5", lw=0.8, ls=":")
+            ax.set_xlabel("evaluations")
+            ax.set_ylabel(metric.name)
+            ax.set_title(f"{NAMES.get(problem, problem)}: {metric.name}", fontsize=8)
+            if row == 0 and column == 0:
+                ax.legend(fontsize=6)
+        for row in range(len(drawn[problem]), rows):
+            axes[row, column].set_visible(False)
+    bottom = axes[rows]
+    ax = bottom[0]
     mlp2 = "mnist-mlp2-sgd"
-    if mlp2 in bo:
-        shared = bo[mlp2].iloc[:k0]
-        chosen = ((bo[mlp2].iloc[k0:], "C0", "DPareto"), (sampling["random"][mlp2].iloc[k0:], "C1", "random"))
-        for frame, color, label in chosen:
+    if mlp2 in problems:
+        shared = methods["dpareto"][mlp2].iloc[:k0]
+        for method, frames in methods.items():
+            if method == "uniform":
+                continue
+            color, _, label = METHOD_STYLES.get(method, ("C9", "-", method))
+            frame = frames[mlp2].iloc[k0:]
             pts = objectives(frame)
-            ax.scatter(pts[:, 0], pts[:, 1], s=10, color=color, alpha=0.6, label=f"{label} points")
-            front_line(ax, objectives(pd.concat([shared, frame])), color=color, lw=2, label=f"{label} front")
+            ax.scatter(pts[:, 0], pts[:, 1], s=8, color=color, alpha=0.5)
+            front_line(ax, objectives(pd.concat([shared, frame])), color=color, lw=1.5, label=f"{label} front")
         init = objectives(shared)
         ax.scatter(init[:, 0], init[:, 1], s=18, marker="x", color="k", label="shared initial points")
         _eps_axis(ax)
         ax.legend(fontsize=6)
-        ax.set_title("mnist MLP2: Pareto fronts")
-    ax = axes[1, 1]
+        ax.set_title("mnist MLP2: Pareto fronts", fontsize=8)
+    ax = bottom[1]
     adult = "adult-logreg-sgd"
-    if comparison is not None and adult in bo:
+    if comparison is not None and adult in problems:
         larger = comparison.iloc[:FIG5_RANDOM_POINTS]
         pts = objectives(larger)
         ax.scatter(pts[:, 0], pts[:, 1], s=5, color="C1", alpha=0.35, label=f"random ({len(larger)} points)")
         front_line(ax, pts, color="C1", lw=2, label="random front")
-        chosen = bo[adult].iloc[k0:]
+        chosen = methods["dpareto"][adult].iloc[k0:]
         pts = objectives(chosen)
         ax.scatter(pts[:, 0], pts[:, 1], s=10, color="C0", label=f"DPareto ({len(chosen)} points)")
         front_line(ax, pts, color="C0", lw=2, label="DPareto front")
         _eps_axis(ax)
         ax.legend(fontsize=6)
-        ax.set_title(f"adult LogReg+SGD: DPareto's {len(chosen)} points vs {len(larger)} random points")
-    methods = " and ".join(SAMPLING_STYLES[m][1] for m in sampling)
-    caption = (f"Fig. 5: hypervolume vs evaluations for DPareto and {methods} sampling; MLP2 fronts; adult LogReg+SGD: "
-               f"DPareto's points after the {k0} initial ones vs the first {FIG5_RANDOM_POINTS} points of the large random sample.")
-    save(fig, out, caption, _sources(*bo.values(), *(f for frames in sampling.values() for f in frames.values())), config)
+        ax.set_title(f"adult LogReg+SGD: DPareto's {len(chosen)} points vs {len(larger)} random points", fontsize=8)
+    for ax in bottom[2:]:
+        ax.set_visible(False)
+    names = ", ".join(METHOD_STYLES.get(m, (None, None, m))[2] for m in methods)
+    caption = (f"Fig. 5: front quality vs evaluations ({names}), one row per metric "
+               f"({', '.join(m.name for m in drawn[problems[0]])}); MLP2 fronts; adult LogReg+SGD: DPareto's points "
+               f"after the {k0} initial ones vs the first {FIG5_RANDOM_POINTS} points of the large random sample.")
+    save(fig, out, caption, _sources(*(f for frames in methods.values() for f in frames.values())), config)
 
 
 def fig6(bo: dict[str, pd.DataFrame], grids: dict[str, dict[int, pd.DataFrame]], out: str, config: str) -> None:

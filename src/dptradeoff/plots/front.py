@@ -10,7 +10,8 @@ from ..problems.tables import succeeded
 from ..stats.hypervolume import objectives
 from .common import front_line, save
 
-METHOD_STYLES = {"random": ("0.6", "random sampling"), "uniform": ("0.8", "uniform random"), "bo": ("C0", "DPareto")}
+METHOD_STYLES = {"random": ("0.6", "random sampling"), "uniform": ("0.8", "uniform random"), "bo": ("C0", "DPareto"),
+                 "optuna-tpe": ("C2", "Optuna TPE"), "optuna-gp": ("C3", "Optuna GP"), "botorch": ("C4", "BoTorch qLogNEHVI")}
 
 
 def _trainings(count: int) -> str:

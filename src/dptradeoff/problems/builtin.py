@@ -9,7 +9,7 @@ import numpy as np
 from ..privacy import dpsgd, svt as svt_privacy
 from ..train import svt as svt_utility
 from ..train.hyper import DPSGDHyper
-from .oracle import Data, Oracle
+from .oracle import Data, Oracle, majority_share
 
 
 def _signed_labels(data: Data) -> Data:
@@ -25,6 +25,9 @@ class DPSGD(Oracle):
 
     def with_conversion(self, conversion: str) -> "DPSGD":
         return replace(self, conversion=conversion)
+
+    def trivial_utility(self, data):
+        return majority_share(data)
 
     def epsilon(self, point, *, n, delta):
         return dpsgd.epsilon(n, point["lot_size"], point["epochs"], point["noise"], delta, self.conversion)
@@ -95,6 +98,9 @@ class BoltOnOutputPerturbation(Oracle):
     trains_batches = True
     neighbouring = "replace-one"
 
+    def trivial_utility(self, data):
+        return majority_share(data)
+
     def prepare(self, data):
         from ..train import outpert
 
@@ -122,6 +128,9 @@ class SparseVector(Oracle):
     """SVT answering `bound` queries above threshold with Laplace scale b, on simulated queries (F1)."""
     own_data = "none (simulated queries)"
     neighbouring = "query answers of sensitivity 1 (paper 000 Alg. 1)"
+
+    def trivial_utility(self, data):
+        return 0.0   # answering no query above the threshold: F1 0
 
     def epsilon(self, point, *, n, delta):
         return svt_privacy.epsilon(point["bound"], point["b"])

@@ -37,6 +37,11 @@ def load_data(problem: Problem, data_dir: str = "results/data") -> Data | None:
     return problem.oracle.prepare(data)
 
 
+def error_floor(problem: Problem, utility_floor: float | None = None, data_dir: str = "results/data") -> float:
+    """The problem's error floor for front-quality metrics (`Problem.error_floor`) on its dataset."""
+    return problem.error_floor(load_data(problem, data_dir), utility_floor)
+
+
 def training_rows(data: Data | None) -> int | None:
     return data.n_train if data is not None else None
 

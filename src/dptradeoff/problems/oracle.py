@@ -59,6 +59,12 @@ class Oracle(ABC):
     def prepare(self, data: Data) -> Data:
         return data
 
+    def trivial_utility(self, data: Data | None) -> float | None:
+        """The utility of a predictor that ignores the data (e.g. the majority class's accuracy on the
+        test set): front-quality metrics count only errors below it. None: unknown (a user problem then
+        states `utility_floor`, else the floor is utility 0)."""
+        return None
+
     def with_conversion(self, conversion: str) -> "Oracle":
         """This oracle with DP-SGD's RDP conversion set; oracles without one ignore it."""
         return self
@@ -77,6 +83,12 @@ class Oracle(ABC):
                            rng: np.random.Generator) -> list[np.ndarray]:
         """Every point's replications from one Generator (only where `trains_batches`)."""
         raise NotImplementedError(f"{type(self).__name__} sets trains_batches but defines no utilities_of_batch()")
+
+
+def majority_share(data: Data) -> float:
+    """The accuracy of always predicting the training set's most common label, on the test set."""
+    labels, counts = np.unique(data.y_train, return_counts=True)
+    return float(np.mean(data.y_test == labels[np.argmax(counts)]))
 
 
 def replicate(utility, point: dict, data: Data | None, repeats: int, rng: np.random.Generator) -> np.ndarray:

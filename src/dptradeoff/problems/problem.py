@@ -62,6 +62,12 @@ class Problem:
             out[p.name] = v
         return out
 
+    def error_floor(self, data, utility_floor: float | None = None) -> float:
+        """The error no front point needs to beat: 1 - the trivial predictor's utility (`utility_floor` where
+        the config states it, else the oracle's `trivial_utility(data)`, else utility 0)."""
+        trivial = utility_floor if utility_floor is not None else self.oracle.trivial_utility(data)
+        return 1.0 - (float(trivial) if trivial is not None else 0.0)
+
     def with_conversion(self, conversion: str) -> "Problem":
         """The problem with DP-SGD's RDP -> (epsilon, delta) rule set (`privacy.conversion`)."""
         return replace(self, oracle=self.oracle.with_conversion(conversion))

@@ -39,7 +39,7 @@ from .sampling import sampler_from_config
 # Relative oracle files are looked up in the working directory, then here (where the Snakefile is).
 PROJECT_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ENTRY_KEYS = {"oracle", "options", "dataset", "delta", "utility", "domain", "sampling", "description", "repeats",
-              "grids", "ranges", "queries"}
+              "grids", "ranges", "queries", "utility_floor"}
 PARAM_KEYS = {"low", "high", "integer", "log"}
 
 
@@ -103,6 +103,10 @@ class UserOracle(Oracle):
 
     def epsilon(self, point, *, n, delta):
         return self.target.epsilon(point, n=n, delta=delta)
+
+    def trivial_utility(self, data):
+        trivial = getattr(self.target, "trivial_utility", None)
+        return trivial(data) if trivial else None
 
     def utilities(self, point, data, repeats, rng):
         if hasattr(self.target, "utilities"):

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .hypervolume import hypervolume
+from .front_metrics import FrontMetric
 
 
 def significance(p: float) -> str:
@@ -37,16 +37,43 @@ PAPER_TABLE2 = {"adult-logreg-sgd": (0.158, 0.053, 0.264), "adult-logreg-adam": 
                 "adult-svm-sgd": (0.282, 0.161, 0.402)}
 
 
-def table2(runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], part_size: int, parts: int) -> pd.DataFrame:
-    """runs: problem -> (DPareto's chain evaluations, large random sample). DPareto's hypervolume is
-    that of its whole chain (the k0 initial points and its k BO points); each random part has
-    `part_size` points. The paper's values are printed beside ours where it reports them."""
+def table2(runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], part_size: int, parts: int,
+           metrics: dict[str, list[FrontMetric]], floors: dict[str, float]) -> pd.DataFrame:
+    """runs: problem -> (DPareto's chain evaluations, large random sample); metrics: problem -> its front
+    metrics; floors: problem -> its error floor. One row per problem and metric. DPareto's value is that of
+    its whole chain (the k0 initial points and its k BO points); each random part has `part_size` points.
+    Each mean difference is split into what the points better than the floor earn and what the points no
+    better than it add (FrontMetric.split). The paper's values (and the spread across parts its CI implies)
+    are printed beside every metric's: which metric reproduces them is the question (README)."""
     rows = []
     for problem, (bo_points, random_evals) in runs.items():
-        dp = hypervolume(bo_points)
-        hvs = [hypervolume(part) for part in split_parts(random_evals, part_size, parts)]
-        paper = PAPER_TABLE2.get(problem, (np.nan,) * 3)
-        rows.append({"problem": problem, "dpareto_points": len(bo_points), "dpareto_hypervolume": dp,
-                     "random_mean_hypervolume": float(np.mean(hvs)), "part_size": part_size, **compare(dp, hvs),
-                     "paper_mean_difference": paper[0], "paper_ci_low": paper[1], "paper_ci_high": paper[2]})
+        random_parts = split_parts(random_evals, part_size, parts)
+        paper_mean, paper_low, paper_high = PAPER_TABLE2.get(problem, (np.nan,) * 3)
+        for metric in metrics[problem]:
+            def split(frame):
+                return metric.split(frame["epsilon"], frame["error"], floors[problem])
+            dp_better, dp_floor = split(bo_points)
+            part_values = np.array([split(part) for part in random_parts])   # (parts, 2)
+            values = part_values.sum(axis=1)
+            stats_ = compare(dp_better + dp_floor, values)
+            rows.append({"problem": problem, "metric": metric.name, "higher_is_better": metric.higher_is_better,
+                         "dpareto_points": len(bo_points), "dpareto_value": dp_better + dp_floor,
+                         "random_mean_value": float(values.mean()), "part_size": part_size, **stats_,
+                         "parts_sd": float(values.std(ddof=1)),
+                         "difference_from_points_better_than_floor": dp_better - float(part_values[:, 0].mean()),
+                         "difference_from_points_at_or_above_floor": dp_floor - float(part_values[:, 1].mean()),
+                         "error_floor": floors[problem],
+                         "paper_mean_difference": paper_mean, "paper_ci_low": paper_low, "paper_ci_high": paper_high,
+                         "paper_parts_sd": paper_parts_sd(paper_low, paper_high),
+                         "mean_within_paper_ci": bool(paper_low <= stats_["mean_difference"] <= paper_high),
+                         "metric_label": metric.label})
     return pd.DataFrame(rows)
+
+
+# Paper 001 Table 2's differences come from 19 parts: its 95 % CI's half-width is t(0.975, 18) sd / sqrt(19).
+PAPER_PARTS = 19
+
+
+def paper_parts_sd(low: float, high: float) -> float:
+    """The spread across the paper's parts (sd of the differences) that its 95 % CI implies."""
+    return (high - low) / 2 * np.sqrt(PAPER_PARTS) / stats.t.ppf(0.975, PAPER_PARTS - 1)

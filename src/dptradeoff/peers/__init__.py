@@ -1,0 +1,11 @@
+"""The optimisers practitioners would otherwise use, as chain methods beside DPareto: Optuna's TPE
+and GP samplers, and BoTorch's qLogNEHVI (`dpareto.methods`; docs in README §"Front quality")."""
+from __future__ import annotations
+
+from .base import Peer
+from .botorch_ehvi import BoTorchLogNEHVI
+from .optuna_samplers import OptunaGP, OptunaTPE
+
+PEERS: dict[str, Peer] = {peer.name: peer for peer in (OptunaTPE(), OptunaGP(), BoTorchLogNEHVI())}
+
+__all__ = ["PEERS", "Peer", "OptunaTPE", "OptunaGP", "BoTorchLogNEHVI"]

@@ -1,0 +1,64 @@
+"""What every peer optimiser shares with DPareto's chain: the search box (the problem's domain, the
+same box DPareto's GPs search), the objectives as the GPs see them (log epsilon, logit error), and
+one proposal from every evaluation so far, deterministic for a seed.
+
+A peer keeps no state between rounds: each round rebuilds the optimiser from the evaluations
+(Optuna: a fresh in-memory study given every evaluation as a completed trial; BoTorch: GPs fitted
+afresh), so a resumed chain proposes exactly what an uninterrupted one does.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+
+import numpy as np
+import pandas as pd
+
+from ..bo.transforms import objectives_to_gp
+from ..problems.problem import Problem
+from ..seeds import derive_seed
+
+# Torch's global RNG and thread settings are per process, and Snakemake runs chain rounds as threads
+# of one process: rounds of torch-based peers hold this lock so that each is deterministic.
+TORCH_LOCK = threading.Lock()
+
+
+class Peer(ABC):
+    """A multi-objective optimiser that proposes q points from a problem's evaluations."""
+    name: str
+    # What the proposal file records of the peer's configuration (its library's documented settings).
+    settings: dict
+
+    def propose(self, problem: Problem, evals: pd.DataFrame, q: int, seed: int) -> pd.DataFrame:
+        """q points (one row each, the problem's hyperparameters, `batch_position`, `proposal_seconds`)."""
+        start = time.perf_counter()
+        points = self._propose(problem, evals, q, seed)
+        frame = pd.DataFrame([{**self.typed(problem, p), "batch_position": i} for i, p in enumerate(points)])
+        frame["proposal_seconds"] = time.perf_counter() - start
+        return frame
+
+    def round(self, problem: Problem, evals: pd.DataFrame, q: int, seed: int, run: int, round_index: int,
+              initial: int, previous: dict | None) -> tuple[pd.DataFrame, dict]:
+        """A chain round (as DPareto's, `bo.propose.DPareto.round`): the points and what the proposal file
+        records; the seed is the round's own, the previous round's file is not needed."""
+        points = self.propose(problem, evals, q, derive_seed(seed, problem.name, self.name, run, round_index))
+        return points, {"settings": self.settings}
+
+    @abstractmethod
+    def _propose(self, problem: Problem, evals: pd.DataFrame, q: int, seed: int) -> list[dict]:
+        """q points as {name: value} inside the problem's domain."""
+
+    @staticmethod
+    def typed(problem: Problem, point: dict) -> dict:
+        """The point clipped to the domain, integers as ints (the evaluation rule checks the range)."""
+        out = {}
+        for p in problem.domain:
+            v = float(np.clip(point[p.name], p.low, p.high))
+            out[p.name] = int(round(v)) if p.integer else v
+        return out
+
+    @staticmethod
+    def objectives(evals: pd.DataFrame) -> np.ndarray:
+        """(log epsilon, logit error) per evaluation, clipped as the GPs' (transforms), both minimised."""
+        return objectives_to_gp(evals["epsilon"].to_numpy(float), evals["error"].to_numpy(float))
