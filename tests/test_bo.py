@@ -152,7 +152,8 @@ def test_same_inputs_same_proposals_and_a_batch_of_distinct_points():
     settings = Settings(candidates=500, gp_restarts=2)
     a = propose(TOY, evals, 4, settings, np.random.default_rng(7)).points
     b = propose(TOY, evals, 4, settings, np.random.default_rng(7)).points
-    assert a.drop(columns=["fit_seconds", "acquisition_seconds"]).equals(b.drop(columns=["fit_seconds", "acquisition_seconds"]))
+    timings = [c for c in a.columns if c.endswith("_seconds")]
+    assert a.drop(columns=timings).equals(b.drop(columns=timings))
     pts = a[["a", "b"]].to_numpy()
     assert len({tuple(p) for p in pts}) == 4
     assert not any((np.abs(evals[["a", "b"]].to_numpy() - p).sum(1) < 1e-12).any() for p in pts)

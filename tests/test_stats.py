@@ -97,3 +97,35 @@ def test_overhead_totals_are_the_papers_quantity():
     assert row["bo_share_of_chain"] == pytest.approx(4 / 17) and row["bo_share_of_study"] == pytest.approx(4 / 67)
     assert row["fit_seconds"] == pytest.approx(1.0) and row["training_seconds"] == 3.0 and row["evaluation_job_seconds"] == 4.0
     assert row["paper_bo_seconds_total"] == PAPER_BO_SECONDS == 45.0
+
+
+def test_the_minimum_epsilon_corner_is_dp_sgds_fewest_epochs_smallest_lot_most_noise():
+    from dptradeoff.privacy import dpsgd
+    from dptradeoff.problems import PROBLEMS
+    from dptradeoff.stats.front_quality import minimum_epsilon
+
+    problem = PROBLEMS["adult-logreg-sgd"].restricted({"epochs": [1, 16]})
+    expected = dpsgd.epsilon(1000, 8, 1, 16.0, 1e-5, "dp_accounting")   # epochs 1, lot 8, noise 16
+    assert minimum_epsilon(problem, 1000) == pytest.approx(expected, rel=1e-12)
+    svt = PROBLEMS["svt"]   # eps = (1 + (2C)^(1/3))(1 + (2C)^(2/3)) / b: C = 1, b = 100
+    assert minimum_epsilon(svt, None) == pytest.approx((1 + 2 ** (1 / 3)) * (1 + 2 ** (2 / 3)) / 100)
+
+
+def test_where_proposals_go_counts_the_corner_and_the_floor():
+    from dptradeoff.stats.front_quality import where_proposals_go
+
+    points = pd.DataFrame({"epsilon": [0.02, 0.0201, 0.03, 1.0], "error": [0.24, 0.235, 0.2, 0.15]})
+    out = where_proposals_go(points, corner_epsilon=0.02, floor=0.24)
+    assert out == {"at_min_epsilon_corner": 0.5, "at_utility_floor": 0.5}   # 0.0201 is within 1 %; 0.235 within 0.01
+
+
+def test_the_error_floor_is_the_majority_class_error_unless_the_config_states_one():
+    from dptradeoff.problems import PROBLEMS
+    from dptradeoff.problems.oracle import Data
+
+    y_train = np.array([0, 0, 0, 1]) * 1.0
+    data = Data(np.zeros((4, 1)), y_train, np.zeros((5, 1)), np.array([0, 1, 1, 0, 0.0]), "embedded", "x")
+    problem = PROBLEMS["adult-logreg-sgd"]
+    assert problem.error_floor(problem.oracle.prepare(data)) == pytest.approx(0.4)   # predicts 0: 3 of 5 right
+    assert problem.error_floor(data, utility_floor=0.9) == pytest.approx(0.1)
+    assert PROBLEMS["svt"].error_floor(None) == 1.0   # F1 of answering nothing: 0

@@ -397,3 +397,17 @@ def taylor_fig2_runs():
     """(reading, dataset, loss, n) of Fig. 2: its one reading, every size."""
     fig2 = config["taylor"]["fig2"]
     return [(fig2["reading"], d, l, n) for d in fig2["datasets"] for l in config["taylor"]["losses"] for n in fig2["samples"]]
+
+
+# Snakemake 9 (9.27.1 here) starts a 1 s threading.Timer on every pass of its scheduling loop whenever a
+# job-rate limiter exists, which the CLI always makes (--max-jobs-per-timespan defaults to 100/1s); each
+# timer wakes the loop, which starts another, so the chains of timers multiply with every job that
+# finishes. On the default config's ~800 jobs the scheduler spent 17 of the run's first 31 minutes of CPU
+# re-evaluating, with 600+ timers alive and 224,000 threads started (py-spy; snakemake/snakemake#3804
+# reports such a thread storm). A local run submits to no queue, so the limiter protects nothing: it is
+# switched off there (a cluster executor keeps it).
+onstart:
+    if workflow.local_exec and getattr(workflow, "scheduler", None) is not None:
+        workflow.scheduler.job_rate_limiter = None
+        print("dptradeoff: Snakemake's job-rate limiter is off for this local run (its timers multiplied; "
+              "workflow/rules/common.smk)", file=sys.stderr)

@@ -24,9 +24,10 @@ rule bo_initial:
 
 
 # A `run:` rule (one library call) so that, with profiles/default's force-use-threads, Snakemake
-# runs each round as a thread of its own process: TensorFlow is imported once per workflow run,
-# not once per round (see dptradeoff.bo.chain_round). It runs in the environment Snakemake runs
-# in (run: rules take no conda directive), and on a cluster on the head node (localrule).
+# runs each round as a thread of its own process: TensorFlow (DPareto) and torch (the peers) are
+# imported once per workflow run, not once per round (see dptradeoff.bo.chain_round). As separate
+# jobs the peers' rounds took 3.9 s each (imports and first-call warm-ups). It runs in the environment
+# Snakemake runs in (run: rules take no conda directive), and on a cluster on the head node (localrule).
 rule bo_propose:
     input:
         initial="results/dpareto/{problem}/{chain}/{run}/initial.parquet",
@@ -34,8 +35,6 @@ rule bo_propose:
         previous=previous_proposal,
     output:
         "results/dpareto/{problem}/{chain}/{run}/proposals/{round}.parquet",
-    wildcard_constraints:
-        chain=r"bo|bo-q[1-9]\d*",
     params:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
@@ -48,36 +47,6 @@ rule bo_propose:
         "logs/dpareto/{problem}/{chain}/{run}/proposals/{round}.log",
     run:
         proposal_round(wildcards, input, output, params, log)
-
-
-# A peer's round (dpareto.methods: optuna-tpe, optuna-gp, botorch) runs as a job of its own: its
-# seconds of Python-level torch and Optuna work hold the GIL, and as threads of the Snakemake process
-# two such rounds took 4-7 s each instead of 1-2 s, so the chains crawled while the cores idled. The
-# interpreter and imports (1-3 s) are paid per round instead.
-rule peer_propose:
-    input:
-        initial="results/dpareto/{problem}/{chain}/{run}/initial.parquet",
-        evals=evaluations_before_round,
-    output:
-        "results/dpareto/{problem}/{chain}/{run}/proposals/{round}.parquet",
-    wildcard_constraints:
-        chain="|".join(re.escape(name) for name in PEERS),
-    params:
-        problem=lambda wildcards: problem_definition(wildcards.problem),
-        batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
-        method=lambda wildcards: chain_method(wildcards.chain),
-        seed=config["seed"],
-    threads: 1
-    priority: CHAIN_PRIORITY
-    resources:
-        runtime=per_attempt(30),
-        mem_mb=per_attempt(2000),
-    log:
-        "logs/dpareto/{problem}/{chain}/{run}/proposals/{round}.log",
-    conda:
-        CONDA_ENV
-    script:
-        "../scripts/peer_propose.py"
 
 
 rule bo_evaluate:
