@@ -47,22 +47,37 @@ def line_points(ax, label: str) -> np.ndarray:
     return np.column_stack([line.get_xdata(), line.get_ydata()])
 
 
-def test_fig5_draws_dpareto_both_random_samplers_and_1500_random_points_against_dpareto_s_k(drawn):
+def test_fig5_draws_every_method_under_every_metric_and_1500_random_points_against_dpareto_s_k(drawn):
+    from dptradeoff.stats.front_metrics import MetricSettings
+
     problems = ADULT + MNIST
-    bo = {p: evaluations(16 + 40, i) for i, p in enumerate(problems)}
-    sampling = {"random": {p: evaluations(56, 10 + i) for i, p in enumerate(problems)},
+    chains = ("dpareto", "optuna-tpe", "botorch")
+    methods = {m: {p: evaluations(16 + 40, 30 * j + i) for i, p in enumerate(problems)} for j, m in enumerate(chains)}
+    methods |= {"random": {p: evaluations(56, 10 + i) for i, p in enumerate(problems)},
                 "uniform": {p: evaluations(56, 20 + i) for i, p in enumerate(problems)}}
+    for frames in methods.values():
+        for frame in frames.values():
+            frame["error"] = 1 - frame["utility"]
+    metrics = {p: MetricSettings().metrics(0.24) for p in problems}
     comparison = evaluations(2000, 99, "comparison")
-    dpareto.fig5(bo, sampling, comparison, 16, "unused.pdf", "test config")
+    comparison["error"] = 1 - comparison["utility"]
+    dpareto.fig5(methods, comparison, 16, metrics, "unused.pdf", "test config")
     (fig, caption), = drawn
-    top_adult, top_mnist, bottom_left, bottom_right = fig.axes[:4]
-    for ax, names in ((top_adult, ["LogReg+SGD", "LogReg+Adam", "SVM+SGD"]), (top_mnist, ["MLP1", "MLP2"])):
-        assert legend_labels(ax) == [f"{n} {m}" for n in names for m in ("DPareto", "random (Tables 3-4)", "uniform random")]
+    axes = np.array(fig.axes).reshape(4, len(problems))   # raw, log-epsilon, region; then the fronts
+    assert [ax.get_title() for ax in axes[:3, 0]] == ["LogReg+SGD: raw", "LogReg+SGD: log-epsilon", "LogReg+SGD: region"]
+    assert legend_labels(axes[0, 0]) == ["DPareto", "Optuna TPE", "BoTorch qLogNEHVI", "random (Tables 3-4)",
+                                         "uniform random"]
+    # each curve is its metric over the first n evaluations of that method
+    region = metrics["adult-logreg-adam"][2]
+    frame = methods["botorch"]["adult-logreg-adam"]
+    assert np.allclose(line_points(axes[2, 1], "BoTorch qLogNEHVI")[:, 1], region.curve(frame["epsilon"], frame["error"]))
+    bottom_right = axes[3, 1]
     assert "random (1500 points)" in legend_labels(bottom_right) and "DPareto (40 points)" in legend_labels(bottom_right)
     # the DPareto front there is the front of its 40 points after the initial ones
-    front = pareto_front(np.column_stack([bo["adult-logreg-sgd"]["epsilon"], 1 - bo["adult-logreg-sgd"]["utility"]])[16:])
+    bo = methods["dpareto"]["adult-logreg-sgd"]
+    front = pareto_front(np.column_stack([bo["epsilon"], 1 - bo["utility"]])[16:])
     assert np.allclose(line_points(bottom_right, "DPareto front")[:, 0], front[:, 0])
-    assert "uniform random" in caption
+    assert "uniform random" in caption and "Optuna TPE" in caption
 
 
 def test_fig7_draws_the_fronts_dpareto_recovered_on_the_three_adult_problems(drawn):
@@ -149,8 +164,9 @@ def test_figure_rules_read_the_files_the_paper_s_figures_show(run_snakemake, tmp
     assert inputs["fig_fronts7"] == [f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in ADULT]
     assert inputs["fig_fronts8"] == inputs["fig_fronts7"]
     assert sorted(inputs["fig5"]) == sorted([f"results/dpareto/{p}/{m}/0/evaluations.parquet" for p in ADULT
-                                             for m in ("bo", "random", "uniform")]
-                                            + ["results/dpareto/adult-logreg-sgd/comparison/0/evaluations.parquet"])
+                                             for m in ("bo", "random", "uniform")]   # the paper configs: DPareto only
+                                            + ["results/dpareto/adult-logreg-sgd/comparison/0/evaluations.parquet"]
+                                            + [f"results/data/adult/{split}.parquet" for split in ("test", "train")])
     assert sorted(inputs["fig6"]) == sorted(["results/dpareto/adult-logreg-sgd/bo/0/evaluations.parquet"]
                                             + [f"results/dpareto/adult-logreg-sgd/grid{k}/0/evaluations.parquet" for k in (3, 4)])
     planned = set(inputs)

@@ -11,6 +11,7 @@ chosen sequentially), integers rounded afterwards. Torch's RNG is seeded per rou
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,7 @@ class BoTorchLogNEHVI(Peer):
         with TORCH_LOCK:
             import torch
             from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
+            from botorch.exceptions.warnings import InputDataWarning
             from botorch.fit import fit_gpytorch_mll
             from botorch.models import ModelListGP, SingleTaskGP
             from botorch.models.transforms.outcome import Standardize
@@ -42,7 +44,10 @@ class BoTorchLogNEHVI(Peer):
             from gpytorch.mlls import SumMarginalLogLikelihood
 
             torch.set_num_threads(1)
-            with torch.random.fork_rng():
+            # the unit cube is the domain's; evaluated points outside it (Tables 3-4 accept ranges) stay
+            # where they are, as DPareto's GPs see them, and BoTorch warns about each such fit
+            with torch.random.fork_rng(), warnings.catch_warnings():
+                warnings.simplefilter("ignore", InputDataWarning)
                 torch.manual_seed(seed % 2**63)
                 scaler = InputScaler(problem)
                 x = torch.tensor(scaler.to_unit(evals[problem.names].to_numpy(float)), dtype=torch.float64)
