@@ -53,3 +53,13 @@ def test_optuna_peers_see_points_outside_the_domain_at_its_edge():
 
 def test_botorch_maximises_the_negated_gp_objectives_from_the_papers_anti_ideal_point():
     assert REFERENCE == (-float(privacy_to_gp(10.0)), -float(error_to_gp(0.999)))
+
+
+def test_botorch_rounds_never_compile_the_fused_kernel(svt_evaluations):
+    """A run killed while BoTorch compiled its fused C++ kernel left a file lock on which every later
+    round waited forever: the peer uses BoTorch's pure-PyTorch path and never starts the compile."""
+    from botorch.acquisition.multi_objective import logei
+
+    problem, evals = svt_evaluations
+    PEERS["botorch"].round(problem, evals, 1, seed=3, run=0, round_index=0, initial=12, previous=None)
+    assert logei._load_attempted and logei._C is None

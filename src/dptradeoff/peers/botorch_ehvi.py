@@ -23,6 +23,17 @@ from .base import TORCH_LOCK, Peer
 REFERENCE = (-float(privacy_to_gp(10.0)), -float(error_to_gp(0.999)))
 
 
+def skip_fused_kernel() -> None:
+    """BoTorch 0.18's qLogNEHVI compiles a fused C++ kernel on first use (`-march=native`, ~40 s, with a
+    file lock in ~/.cache/torch_extensions): a run killed while compiling leaves the lock behind and every
+    later BoTorch round waits on it forever (seen here). Its pure-PyTorch path computes the same quantity
+    (1.5-3x slower by BoTorch's account), so the kernel is marked as tried and not loaded."""
+    from botorch.acquisition.multi_objective import logei
+
+    logei._load_attempted = True
+    logei._C = None
+
+
 @dataclass(frozen=True)
 class BoTorchLogNEHVI(Peer):
     name = "botorch"
@@ -44,6 +55,7 @@ class BoTorchLogNEHVI(Peer):
             from gpytorch.mlls import SumMarginalLogLikelihood
 
             torch.set_num_threads(1)
+            skip_fused_kernel()
             # the unit cube is the domain's; evaluated points outside it (Tables 3-4 accept ranges) stay
             # where they are, as DPareto's GPs see them, and BoTorch warns about each such fit
             with torch.random.fork_rng(), warnings.catch_warnings():
