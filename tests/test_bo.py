@@ -266,8 +266,8 @@ def test_refit_schedule_and_state_drive_the_fit():
     finally:
         del fitter._fit
     assert calls == [1, 1, 1, 1, 3, 3, 1, 1]     # restarts per GP fit: privacy then utility, per call
-    assert a.gp_state == b.gp_state and a.points.drop(columns=["fit_seconds", "acquisition_seconds"]).equals(
-        b.points.drop(columns=["fit_seconds", "acquisition_seconds"]))
+    timings = [c for c in a.points.columns if c.endswith("_seconds")]
+    assert a.gp_state == b.gp_state and a.points.drop(columns=timings).equals(b.points.drop(columns=timings))
     assert other.gp_state != a.gp_state
     assert GPState.from_dict(full.gp_state.as_dict()) == full.gp_state
 
@@ -287,7 +287,9 @@ def test_acquisition_skipping_dominated_means_equals_full_hvpoi(reference):
     mean, var = surrogates.predict(candidates)
     front = pareto_front(surrogates.predict(observed)[0])
     expected = hvpoi(mean, var, front, FIXED_REFERENCE if reference == "fixed" else adaptive_reference(front))
-    assert np.array_equal(values, expected)
+    # equal up to rounding: a multi-threaded BLAS solves a subset of columns with other roundings
+    assert np.array_equal(values > 0, expected > 0)
+    np.testing.assert_allclose(values, expected, rtol=1e-9, atol=0)
     assert 0 < (values > 0).sum() < len(values)     # both kinds of candidate occur
 
 
