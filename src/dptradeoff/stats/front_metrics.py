@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import UserError
 
-ANTI_IDEAL = (10.0, 1.0)  # the paper's anti-ideal point: epsilon 10, error 1
+from .hypervolume import ANTI_IDEAL  # the paper's anti-ideal point: epsilon 10, error 1
 
 
 @dataclass(frozen=True)
