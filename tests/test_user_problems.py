@@ -165,3 +165,40 @@ def test_the_opacus_example_keeps_a_fixed_subsample_and_trains():
     value = oracle.utility({"epochs": 1, "lot_size": 8, "learning_rate": 0.1, "noise": 1.0, "clip": 1.0}, data,
                            np.random.default_rng(1))
     assert 0.0 <= value <= 1.0
+
+
+@pytest.mark.parametrize("oracle, thread_safe", [("CountsOverlap", False), ("CountsOverlapThreadSafe", True)])
+def test_a_local_run_calls_a_user_oracle_from_one_thread_at_a_time_unless_it_says_it_is_thread_safe(
+        tmp_path, oracle, thread_safe):
+    """Chain evaluations are threads of the Snakemake process (bo.chain_round.evaluate_point); a
+    user's oracle may keep state, so its calls are serialised unless it declares `thread_safe`."""
+    import threading
+
+    from dptradeoff.bo.chain_round import evaluate_point
+    from dptradeoff.problems.tables import read_frame, write_frame
+
+    definition = entry(oracle=f"{MODULE}:{oracle}")
+    problem = resolve("overlap", definition)
+    assert problem.oracle.thread_safe is thread_safe
+    proposal = str(tmp_path / "proposal.parquet")
+    points = sample(problem, 4, np.random.default_rng(0)).assign(clip=0.5)
+    write_frame(points.assign(round=0), proposal, {})
+    counter = sys.modules[problem.oracle.target.__module__].CountsOverlap
+    counter.running = counter.most = 0
+    start = threading.Barrier(4)
+
+    def one(i):
+        start.wait()
+        evaluate_point(method="bo", problem="overlap", definition=definition, conversion="dp_accounting",
+                       proposal=proposal, output=str(tmp_path / f"{i}.parquet"), log=str(tmp_path / f"{i}.log"),
+                       chain="bo", index=i, batch_size=4, repeats=8, seed=1, run=0, initial_points=2)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    rows = pd.concat([read_frame(str(tmp_path / f"{i}.parquet")) for i in range(4)])
+    assert rows["failure"].isna().all() and list(rows["index"]) == [2, 3, 4, 5]
+    # 4 threads x 8 calls of 0.05 s started together: a thread-safe oracle's calls overlap
+    assert (counter.most > 1) if thread_safe else (counter.most == 1)

@@ -70,3 +70,22 @@ class AccountingFails(Flaky):
     def utility(self, point, data, rng):
         AccountingFails.trained += 1
         return utility(point, data, rng)
+
+
+class CountsOverlap(Flaky):
+    """Records the most of its utility calls that were ever in progress at once (across threads)."""
+    lock = __import__("threading").Lock()
+    running = most = 0
+
+    def utility(self, point, data, rng):
+        with CountsOverlap.lock:
+            CountsOverlap.running += 1
+            CountsOverlap.most = max(CountsOverlap.most, CountsOverlap.running)
+        __import__("time").sleep(0.05)
+        with CountsOverlap.lock:
+            CountsOverlap.running -= 1
+        return utility(point, data, rng)
+
+
+class CountsOverlapThreadSafe(CountsOverlap):
+    thread_safe = True

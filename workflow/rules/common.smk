@@ -230,6 +230,20 @@ def proposal_round(wildcards, input, output, params, log):
         raise UserError(str(exc)) from None
 
 
+def chain_evaluation(wildcards, params, input, output, log):
+    """The body of the bo_evaluate run: rule."""
+    from dptradeoff.bo.chain_round import evaluate_point
+
+    try:
+        evaluate_point(method=params.method, problem=wildcards.problem, definition=params.problem,
+                       conversion=params.conversion, proposal=input.proposal, output=output[0], log=log[0],
+                       chain=wildcards.chain, index=int(wildcards.i), batch_size=params.batch_size,
+                       repeats=params.repeats, seed=params.seed, run=int(wildcards.run),
+                       initial_points=params.initial_points)
+    except UserError as exc:
+        raise UserError(str(exc)) from None   # the sentence, not the library's traceback (see proposal_round)
+
+
 def evaluations_before_round(wildcards):
     first = int(wildcards.round) * chain_batch_size(wildcards.chain)
     return [f"results/dpareto/{wildcards.problem}/{wildcards.chain}/{wildcards.run}/evals/{i}.parquet" for i in range(first)]

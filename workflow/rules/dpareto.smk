@@ -49,6 +49,10 @@ rule bo_propose:
         proposal_round(wildcards, input, output, params, log)
 
 
+# A `run:` rule for the same reason as bo_propose: run locally, each evaluation is a thread of the
+# Snakemake process (dptradeoff.bo.chain_round.evaluate_point); as a script job it spent ~2.5 s
+# starting an interpreter, importing and loading data around a ~0.1 s training (default config).
+# Not a localrule: on a cluster every evaluation is a job of its own, with its resources.
 rule bo_evaluate:
     input:
         proposal=lambda wildcards: f"results/dpareto/{wildcards.problem}/{wildcards.chain}/{wildcards.run}/proposals/"
@@ -72,10 +76,8 @@ rule bo_evaluate:
         gpu=evaluation_gpu,
     log:
         "logs/dpareto/{problem}/{chain}/{run}/evals/{i}.log",
-    conda:
-        CONDA_ENV
-    script:
-        "../scripts/bo_evaluate.py"
+    run:
+        chain_evaluation(wildcards, params, input, output, log)
 
 
 rule bo_gather:

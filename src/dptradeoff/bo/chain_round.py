@@ -1,4 +1,13 @@
-"""One round of a chain (DPareto's or a peer's) as the `bo_propose` rule runs it: inside the Snakemake process.
+"""A chain's steps (DPareto's or a peer's) as Snakemake runs them locally: inside its own process.
+
+`propose_round` is one round of the `bo_propose` rule, `evaluate_point` one evaluation of the
+`bo_evaluate` rule. As a script job each evaluation cost ~2.5 s of interpreter start-up, imports
+(numba, pandas, dptradeoff) and data loading around a training that on the default config takes
+~0.1 s; in-process the libraries are imported and each dataset read and prepared once per
+workflow run (`prepared_data`). The linear trainer's numba kernel releases the GIL and torch does
+in its operations, so two chains' evaluations train on two cores at once. Oracles that do not
+declare themselves `thread_safe` (user oracles, unless they say so) are called by one thread at a
+time. On a cluster each evaluation is still a job of its own (the rule is not a localrule).
 
 A proposal round is a library call of a fraction of a second; as a fresh interpreter per round
 it cost 13-23 s, mostly importing TensorFlow/GPflow (or torch) and tracing the GP graph. The rule
@@ -11,9 +20,12 @@ files, so a resumed or re-run round proposes exactly what an uninterrupted run d
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
 import time
+from collections import defaultdict
 
 import pandas as pd
 import threadpoolctl
@@ -21,12 +33,17 @@ import threadpoolctl
 from .. import UserError
 from ..io import read_provenance
 from ..problems import resolve, succeeded
+from ..problems.evaluate import evaluate, load_data, source_label
 from ..problems.tables import read_frame, write_frame
 from ..workflow_support import thread_log
 from . import gp
 
 _frames: dict[tuple, pd.DataFrame] = {}
 _blas_limited = False
+_torch_limited = False
+_data: dict[tuple, object] = {}
+_data_lock = threading.Lock()
+_oracle_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
 
 
 def limit_blas_threads() -> None:
@@ -42,6 +59,18 @@ def limit_blas_threads() -> None:
         if not _blas_limited:
             threadpoolctl.threadpool_limits(1)
             _blas_limited = True
+
+
+def limit_torch_threads() -> None:
+    """torch on one thread for the rest of the process, before any evaluation trains with it: a
+    script job gets this from OMP_NUM_THREADS, and the thread count can change a float sum's order."""
+    global _torch_limited
+    with gp.IMPORT_LOCK:
+        if not _torch_limited:
+            import torch
+
+            torch.set_num_threads(1)
+            _torch_limited = True
 
 
 def read_once(path: str) -> pd.DataFrame:
@@ -79,3 +108,45 @@ def propose_round(*, method, problem: str, definition: dict | None, initial: str
         except UserError as exc:
             logging.getLogger(__name__).error("%s", exc)  # into the round's log, as a script job's would be
             raise
+
+
+def prepared_data(problem, data_dir: str = "results/data"):
+    """The problem's dataset as its oracle prepares it (`load_data`), loaded once per process and
+    version of the dataset's files."""
+    if problem.dataset is None:
+        return None
+    files = [f"{data_dir}/{problem.dataset}/{part}.parquet" for part in ("train", "test")]
+    key = (problem.name, repr(problem), *((os.path.abspath(f), os.stat(f).st_mtime_ns) for f in files))
+    with _data_lock:   # one thread loads, the others wait for it rather than loading it too
+        if key not in _data:
+            _data[key] = load_data(problem, data_dir)
+        return _data[key]
+
+
+def evaluate_point(*, method: str, problem: str, definition: dict | None, conversion: str, proposal: str, output: str,
+                   log: str, chain: str, index: int, batch_size: int, repeats: int, seed: int, run: int,
+                   initial_points: int) -> None:
+    """Evaluate point `index` of chain `chain` (the `index % batch_size`-th of its round's proposal
+    file `proposal`) with the problem's oracles and write its row to `output`."""
+    start = time.perf_counter()
+    limit_blas_threads()
+    limit_torch_threads()
+    with thread_log(log):
+        try:
+            with gp.IMPORT_LOCK:   # a user oracle's module is imported here the first time
+                chosen = resolve(problem, definition, conversion)
+            round_points = read_frame(proposal)
+            point = round_points.iloc[[index % batch_size]][chosen.names]
+            data = prepared_data(chosen)
+            lock = _oracle_locks[chosen.name] if not chosen.oracle.thread_safe else None
+            with lock or contextlib.nullcontext():
+                rows = evaluate(chosen, point, data, repeats, seed, method, run, initial_points + index)
+            rows["round"] = int(round_points["round"].iloc[0])
+            rows["job_seconds"] = time.perf_counter() - start   # the whole evaluation as Snakemake runs it
+            write_frame(rows, output, {"problem": problem, "method": method, "run": run, "chain": chain,
+                                       "repeats": repeats, "definition": definition,
+                                       "source_label": source_label(chosen, data)})
+        except UserError as exc:
+            logging.getLogger(__name__).error("%s", exc)
+            raise
+

@@ -50,6 +50,9 @@ class Oracle(ABC):
     own_data = "none: the oracle's own data"
     # Trains with torch, so a GPU helps: with `cluster.gpu: true` its evaluation jobs ask for one.
     uses_gpu = False
+    # May be called from several threads at once (a local run evaluates chain points as threads of the
+    # Snakemake process: dptradeoff.bo.chain_round); the built-in oracles keep no shared state.
+    thread_safe = True
 
     def cost_seconds(self, point: dict, n: int | None) -> float | None:
         """Estimated wall seconds of one utility replication at `point` (n training rows) on one CPU

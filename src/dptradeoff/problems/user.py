@@ -93,6 +93,11 @@ class UserOracle(Oracle):
     def uses_gpu(self) -> bool:
         return bool(getattr(self.target, "uses_gpu", False))
 
+    @property
+    def thread_safe(self) -> bool:
+        """Only when the user's oracle says so: otherwise its calls are made one at a time."""
+        return bool(getattr(self.target, "thread_safe", False))
+
     def cost_seconds(self, point, n):
         cost = getattr(self.target, "cost_seconds", None)
         return cost(point, n) if cost else None

@@ -99,7 +99,7 @@ def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None):
     return w, lots, noise
 
 
-@numba.njit(cache=True, fastmath={"reassoc"})
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc"})
 def _row_stats(x):
     """Each row's norm ||x_i|| (with the bias feature, in float64) and number of non-zeros."""
     norms, nnz = np.empty(len(x)), np.empty(len(x), np.int64)
@@ -112,7 +112,7 @@ def _row_stats(x):
     return norms, nnz
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _padded_csr(x, row_nnz):
     """CSR rows (indptr, indices, values), each padded to a multiple of BLOCK entries by entries
     (d + 1 + position in block, 0): padding features d+1 ... d+BLOCK have weight 0 throughout and
@@ -131,7 +131,7 @@ def _padded_csr(x, row_nnz):
     return indptr, indices, values
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _below(state, b):
     """Uniform integer in [0, b), 0 < b <= 2**32, from the SplitMix64 stream with state state[0]:
     the top 32 bits u of each output give floor(u b / 2**32), exactly uniform after Lemire's
@@ -148,7 +148,8 @@ def _below(state, b):
             return np.int64(prod >> np.uint64(32))
 
 
-_FAST = dict(cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")  # reassoc: vectorised sums
+# reassoc: vectorised sums; nogil: chains' evaluations train as threads of one process (bo.chain_round)
+_FAST = dict(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
 
 
 @numba.njit(**_FAST)
