@@ -63,3 +63,22 @@ def test_botorch_rounds_never_compile_the_fused_kernel(svt_evaluations):
     problem, evals = svt_evaluations
     PEERS["botorch"].round(problem, evals, 1, seed=3, run=0, round_index=0, initial=12, previous=None)
     assert logei._load_attempted and logei._C is None
+
+
+def test_a_botorch_round_never_lists_the_loaded_libraries(svt_evaluations, monkeypatch):
+    """threadpoolctl lists the loaded libraries holding the dynamic loader's lock while waiting for the
+    GIL; BoTorch did so in every minimisation, and a round in one thread of the Snakemake process
+    deadlocked against another thread importing TensorFlow. After the process-wide BLAS limit, a
+    round must not list them again."""
+    import threadpoolctl
+
+    from dptradeoff.bo.chain_round import limit_blas_threads
+
+    limit_blas_threads()
+    scans = []
+    original = threadpoolctl.ThreadpoolController._load_libraries
+    monkeypatch.setattr(threadpoolctl.ThreadpoolController, "_load_libraries",
+                        lambda self: scans.append(1) or original(self))
+    problem, evals = svt_evaluations
+    PEERS["botorch"].round(problem, evals, 1, seed=4, run=0, round_index=0, initial=12, previous=None)
+    assert scans == []

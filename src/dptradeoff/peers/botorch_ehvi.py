@@ -11,6 +11,7 @@ chosen sequentially), integers rounded afterwards. Torch's RNG is seeded per rou
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 
@@ -32,6 +33,29 @@ def skip_fused_kernel() -> None:
 
     logei._load_attempted = True
     logei._C = None
+
+
+def skip_threadpool_scans() -> None:
+    """BoTorch 0.18 wraps every scipy minimisation (model fit, acquisition search) in threadpoolctl's
+    `threadpool_limits(1, "blas")`, which lists the loaded libraries with dl_iterate_phdr: that holds the
+    dynamic loader's lock while its Python callback waits for the GIL, and a thread importing an
+    extension module holds the GIL while dlopen waits for that lock. With the chains' rounds and
+    evaluations as threads of one Snakemake process, a BoTorch round and a thread importing TensorFlow
+    deadlocked that way (py-spy; a test run hung). BLAS is already on one thread in every process
+    that runs this peer (`bo.chain_round.limit_blas_threads`, called here), which is all the context
+    would do, so BoTorch's contexts are replaced by a no-op and nothing scans the libraries again."""
+    from botorch.generation import gen
+    from botorch.optim.utils import timeout
+
+    from ..bo.chain_round import limit_blas_threads
+
+    limit_blas_threads()
+    for module in (gen, timeout):
+        module.threadpool_limits = _blas_already_on_one_thread
+
+
+def _blas_already_on_one_thread(limits=None, user_api=None):
+    return contextlib.nullcontext()
 
 
 @dataclass(frozen=True)
@@ -56,6 +80,7 @@ class BoTorchLogNEHVI(Peer):
 
             torch.set_num_threads(1)
             skip_fused_kernel()
+            skip_threadpool_scans()
             # the unit cube is the domain's; evaluated points outside it (Tables 3-4 accept ranges) stay
             # where they are, as DPareto's GPs see them, and BoTorch warns about each such fit
             with torch.random.fork_rng(), warnings.catch_warnings():
