@@ -135,7 +135,7 @@ def evaluate_point(*, method: str, problem: str, definition: dict | None, conver
         try:
             with gp.IMPORT_LOCK:   # a user oracle's module is imported here the first time
                 chosen = resolve(problem, definition, conversion)
-            round_points = read_frame(proposal)
+            round_points = read_once(proposal)   # a round's q evaluations share its file
             point = round_points.iloc[[index % batch_size]][chosen.names]
             data = prepared_data(chosen)
             lock = _oracle_locks[chosen.name] if not chosen.oracle.thread_safe else None
@@ -149,4 +149,3 @@ def evaluate_point(*, method: str, problem: str, definition: dict | None, conver
         except UserError as exc:
             logging.getLogger(__name__).error("%s", exc)
             raise
-
