@@ -39,7 +39,9 @@ import yaml  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from dptradeoff.baselines.random_search import sample  # noqa: E402
-from dptradeoff.bo.propose import DPareto, Settings  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from dptradeoff.bo.propose import Context, DPareto, Settings  # noqa: E402
 from dptradeoff.peers import PEERS  # noqa: E402
 from dptradeoff.problems import get_problem  # noqa: E402
 from dptradeoff.problems.evaluate import evaluate, load_data  # noqa: E402
@@ -50,6 +52,16 @@ from dptradeoff.stats.front_quality import FLOOR_MARGIN  # noqa: E402
 K0, BLOCK = 16, 16
 PROBLEMS = ["adult-logreg-sgd", "adult-logreg-adam", "mnist-mlp2-sgd", "svt"]
 METHODS = ["dpareto", "optuna-tpe", "optuna-gp", "botorch", "random"]
+# DPareto variants (the config's settings with these changed); `dpareto` is the config's default.
+VARIANTS = {
+    "dpareto-hvpoi": {"privacy_model": "gp", "acquisition": "hvpoi"},              # the paper's (the previous default)
+    "dpareto-exact-ehvi-logit": {"privacy_model": "exact", "acquisition": "ehvi-logit"},
+    "dpareto-exact-ehvi-error": {"privacy_model": "exact", "acquisition": "ehvi"},
+    "dpareto-exact-ehvi-error-refit1": {"privacy_model": "exact", "acquisition": "ehvi", "refit_every": 1},
+    "dpareto-exact-hvpoi-region": {"privacy_model": "exact", "acquisition": "hvpoi-region"},
+    "dpareto-gp-ehvi": {"privacy_model": "gp", "acquisition": "ehvi"},
+    "dpareto-exact-ehvi-replications": {"privacy_model": "exact", "acquisition": "ehvi", "utility_noise": "replications"},
+}
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config", "config.yaml")
 
 
@@ -73,15 +85,20 @@ class Oracle:
 
 
 def run_chain(method: str, problem, oracle: Oracle, initial: pd.DataFrame, settings: Settings, seed: int,
-              rounds: int) -> pd.DataFrame:
+              rounds: int, context: Context) -> pd.DataFrame:
     """K0 + rounds evaluations of one method (its proposal seconds in `proposal_seconds`)."""
     if method == "random":
         points = sample(problem, K0 + rounds, rng(seed, problem.name, "front_quality", "initial"))
         return oracle(points).assign(proposal_seconds=0.0)
-    proposer = DPareto(settings) if method == "dpareto" else PEERS[method]
+    if method == "dpareto":
+        proposer = DPareto(settings)
+    elif method in VARIANTS:
+        proposer = DPareto(replace(settings, **VARIANTS[method]))
+    else:
+        proposer = PEERS[method]
     evals, previous = initial.assign(proposal_seconds=np.nan), None
     for r in range(rounds):
-        points, record = proposer.round(problem, evals, 1, seed, 0, r, K0, previous)
+        points, record = proposer.round(problem, evals, 1, seed, 0, r, K0, previous, context=context)
         previous = record
         new = oracle(points[problem.names]).assign(proposal_seconds=float(points["proposal_seconds"].iloc[0]))
         evals = pd.concat([evals, new], ignore_index=True)
@@ -125,7 +142,7 @@ def main() -> None:
     os.chdir(args.work)
     os.makedirs("front_quality", exist_ok=True)
     config = yaml.safe_load(open(CONFIG))
-    settings = Settings.from_config(config["dpareto"])
+    settings = Settings.from_config(config["dpareto"], config["statistics"])
     metric_settings = MetricSettings.from_config(config["statistics"])
     rows = []
     for name in args.problems:
@@ -133,6 +150,7 @@ def main() -> None:
         problem = get_problem(name, problem_config.get("ranges"))
         data = load_data(problem)
         floor = problem.error_floor(data)
+        context = Context(data.n_train if data is not None else None, floor)
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             oracle = Oracle(problem, data, problem_config.get("repeats", problem.default_repeats), seed)
             initial = None
@@ -144,7 +162,7 @@ def main() -> None:
                     if initial is None:
                         initial = oracle(sample(problem, K0, rng(seed, name, "front_quality", "initial")))
                     start = time.perf_counter()
-                    evals = run_chain(method, problem, oracle, initial, settings, seed, args.rounds)
+                    evals = run_chain(method, problem, oracle, initial, settings, seed, args.rounds, context)
                     evals.to_parquet(path + ".tmp")
                     os.replace(path + ".tmp", path)
                     print(f"{name} seed {seed} {method}: {time.perf_counter() - start:.0f} s", flush=True)

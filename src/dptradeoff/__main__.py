@@ -67,7 +67,8 @@ def main(argv=None) -> int:
     target.add_argument("--utility", type=float, help="the hyperparameters with the smallest epsilon predicted to reach this utility")
     p.add_argument("--configfile", action="append", default=[],
                    help="the config(s) the study ran with, merged over config/config.yaml as Snakemake does (repeatable)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the GP fit and the candidate search")
+    p.add_argument("--seed", type=int, default=None,
+                   help="root seed of the GP fit and the candidate search (default: the config's `seed`, as the query rule)")
     p.set_defaults(func=_front)
     args = parser.parse_args(argv)
     try:

@@ -4,8 +4,6 @@ from __future__ import annotations
 import math
 import os
 
-import numpy as np
-
 from . import UserError
 from .config import load
 from .problems import definition, resolve
@@ -41,7 +39,7 @@ def _print_point(title: str, values: dict) -> None:
 
 def front(args) -> None:
     from .bo.propose import Settings
-    from .bo.query import FrontQuery, front as pareto_front
+    from .bo.query import FrontQuery, front as pareto_front, query_rng
 
     config = load(args.configfile)
     problem, evals, data = load_chain(config, args.problem, args.run)
@@ -51,8 +49,12 @@ def front(args) -> None:
               f"epsilon at delta={problem.delta:g}, {problem.utility} = mean of the measured replications):")
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         return
-    query = FrontQuery(problem, evals, data, Settings.from_config(config["dpareto"]), np.random.default_rng(args.seed))
-    answer = query.for_epsilon(args.epsilon) if args.epsilon is not None else query.for_utility(args.utility)
+    kind, target = ("eps", args.epsilon) if args.epsilon is not None else ("utility", args.utility)
+    seed = config["seed"] if args.seed is None else args.seed
+    # the `query` rule's seed rule: the same question on the same chain gets the rule's answer
+    query = FrontQuery(problem, evals, data, Settings.from_config(config["dpareto"], config["statistics"]),
+                       query_rng(seed, problem.name, kind, float(target), args.run))
+    answer = query.for_epsilon(target) if kind == "eps" else query.for_utility(target)
     print(f"{problem.name}, {answer.question} (delta={problem.delta:g}); {GUARANTEE}.")
     if answer.point is None:
         print(f"No hyperparameters in the domain meet {answer.question} by the GP's prediction and the exact oracle "

@@ -212,7 +212,7 @@ def previous_proposal(wildcards):
 
 
 def bo_settings():
-    return Settings.from_config(config["dpareto"])
+    return Settings.from_config(config["dpareto"], config["statistics"])
 
 
 def proposal_round(wildcards, input, output, params, log):
@@ -223,7 +223,7 @@ def proposal_round(wildcards, input, output, params, log):
         propose_round(method=params.method, problem=wildcards.problem, definition=params.problem, initial=input.initial,
                       evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
                       output=output[0], log=log[0], batch_size=params.batch_size, seed=params.seed,
-                      run=int(wildcards.run), round_index=int(wildcards.round))
+                      run=int(wildcards.run), round_index=int(wildcards.round), utility_floor=params.utility_floor)
     except UserError as exc:
         # Raised afresh, so Snakemake shows the sentence (also in the round's log) with this
         # function's location instead of the library's traceback.

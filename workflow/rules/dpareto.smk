@@ -33,10 +33,12 @@ rule bo_propose:
         initial="results/dpareto/{problem}/{chain}/{run}/initial.parquet",
         evals=evaluations_before_round,
         previous=previous_proposal,
+        data=lambda wildcards: problem_data(wildcards.problem),
     output:
         "results/dpareto/{problem}/{chain}/{run}/proposals/{round}.parquet",
     params:
         problem=lambda wildcards: problem_definition(wildcards.problem),
+        utility_floor=lambda wildcards: problem_settings(wildcards.problem).get("utility_floor"),
         batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
         method=lambda wildcards: chain_method(wildcards.chain),
         seed=config["seed"],

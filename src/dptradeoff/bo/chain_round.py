@@ -84,9 +84,11 @@ def read_once(path: str) -> pd.DataFrame:
 
 def propose_round(*, method, problem: str, definition: dict | None, initial: str, evaluations: list[str],
                   previous: str | None, output: str, log: str, batch_size: int, seed: int, run: int,
-                  round_index: int) -> None:
+                  round_index: int, utility_floor: float | None = None) -> None:
     """Write round `round_index`'s proposal (q = batch_size points) of chain method `method`
-    (`bo.propose.DPareto` or a `peers.Peer`) to `output`."""
+    (`bo.propose.DPareto` or a `peers.Peer`) to `output`. A method that `needs_context` (DPareto with
+    exact privacy or a region acquisition) gets the training rows and the error floor
+    (`utility_floor` where the config states it) of the problem's prepared data."""
     start = time.perf_counter()
     limit_blas_threads()   # for the whole (Snakemake) process, whose only BLAS work is these rounds
     with thread_log(log):
@@ -95,8 +97,9 @@ def propose_round(*, method, problem: str, definition: dict | None, initial: str
             # points whose oracle failed carry no objectives: the optimisers never see them
             initial_points = succeeded(read_once(initial))
             evals = succeeded(pd.concat([read_once(initial)] + [read_once(path) for path in evaluations], ignore_index=True))
+            context = chain_context(chosen, utility_floor) if getattr(method, "needs_context", False) else None
             points, record = method.round(chosen, evals, batch_size, seed, run, round_index, len(initial_points),
-                                          read_provenance(previous) if previous else None)
+                                          read_provenance(previous) if previous else None, context=context)
             logging.getLogger(__name__).info("%s round %d: %d observations, %s, proposal %.2f s", method.name,
                                              round_index, len(evals),
                                              "ML-II " + ("with restarts" if record.get("full_refit") else "refined")
@@ -108,6 +111,14 @@ def propose_round(*, method, problem: str, definition: dict | None, initial: str
         except UserError as exc:
             logging.getLogger(__name__).error("%s", exc)  # into the round's log, as a script job's would be
             raise
+
+
+def chain_context(problem, utility_floor: float | None = None, data_dir: str = "results/data"):
+    """The training rows and error floor of the problem's prepared data (`bo.propose.Context`)."""
+    from .propose import Context
+
+    data = prepared_data(problem, data_dir)
+    return Context(data.n_train if data is not None else None, problem.error_floor(data, utility_floor))
 
 
 def prepared_data(problem, data_dir: str = "results/data"):

@@ -156,10 +156,15 @@ class Posterior:
     noise: float
     y_mean: float
     y_std: float
+    # per-point observation noise on the standardised scale, besides `noise` (None: none; the
+    # replications' standard errors with `dpareto.utility_noise: replications`)
+    fixed_noise: np.ndarray | None = None
     jitter: float = field(init=False, default=0.0)   # added to the diagonal so that it factorised (robust_cholesky)
 
     def __post_init__(self):
         k = matern52(self.x, self.x, self.lengthscales, self.variance) + self.noise * np.eye(len(self.x))
+        if self.fixed_noise is not None:
+            k[np.diag_indices_from(k)] += self.fixed_noise
         self._chol, self.jitter = robust_cholesky(k)
         self._alpha = linalg.cho_solve((self._chol, True), self.y)
 
@@ -187,8 +192,9 @@ class Posterior:
     def condition(self, xnew: np.ndarray, ynew: np.ndarray) -> "Posterior":
         """The posterior with extra (fantasised) observations, hyperparameters unchanged."""
         ys = (np.asarray(ynew, dtype=float) - self.y_mean) / self.y_std
+        fixed = None if self.fixed_noise is None else np.concatenate([self.fixed_noise, np.zeros(len(ys))])
         return Posterior(np.vstack([self.x, xnew]), np.concatenate([self.y, ys]), self.lengthscales, self.variance,
-                         self.noise, self.y_mean, self.y_std)
+                         self.noise, self.y_mean, self.y_std, fixed)
 
 
 _fitters: dict[int, "Fitter"] = {}
@@ -216,13 +222,14 @@ class Fitter:
         self.d = d
         self.x = tf.Variable(np.zeros((1, d)), shape=tf.TensorShape([None, d]), dtype=tf.float64)
         self.y = tf.Variable(np.zeros((1, 1)), shape=tf.TensorShape([None, 1]), dtype=tf.float64)
+        self.fixed = tf.Variable(np.zeros(1), shape=tf.TensorShape([None]), dtype=tf.float64)   # per-point noise
         kernel = gpflow.kernels.Matern52(lengthscales=np.full(d, 0.5), variance=1.0)
         likelihood = gpflow.likelihoods.Gaussian(variance=0.1, variance_lower_bound=1e-9)
         self.model = gpflow.models.GPR((self.x, self.y), kernel=kernel, likelihood=likelihood)
         self.variables = list(self.model.kernel.trainable_variables) + list(self.model.likelihood.trainable_variables)
         noise_var = self.model.likelihood.variance.unconstrained_variable
         self._is_noise = [v is noise_var for v in self.variables]
-        model, variables, x, y = self.model, self.variables, self.x, self.y
+        model, variables, x, y, fixed = self.model, self.variables, self.x, self.y, self.fixed
 
         @tf.custom_gradient
         def neg_log_marginal(k, y):
@@ -247,7 +254,8 @@ class Fitter:
             free = self._free(noiseless)
             self._assign(free, theta)
             with tf.GradientTape() as tape:
-                k = model.kernel(x) + model.likelihood.variance * tf.eye(tf.shape(x)[0], dtype=tf.float64)
+                k = (model.kernel(x) + model.likelihood.variance * tf.eye(tf.shape(x)[0], dtype=tf.float64)
+                     + tf.linalg.diag(fixed))
                 value = neg_log_marginal(k, tf.convert_to_tensor(y)) - model.log_prior_density()
             return value, tf.concat([tf.reshape(g, [-1]) for g in tape.gradient(value, free)], axis=0)
 
@@ -258,20 +266,24 @@ class Fitter:
         return [v for v, noise in zip(self.variables, self._is_noise) if not (noiseless and noise)]
 
     def fit(self, x: np.ndarray, y: np.ndarray, noiseless: bool, restarts: int, rng: np.random.Generator,
-            start: Hyperparameters | None = None, tolerance: float | None = None) -> Posterior:
+            start: Hyperparameters | None = None, tolerance: float | None = None,
+            fixed_noise: np.ndarray | None = None) -> Posterior:
         """The best of `restarts` L-BFGS-B fits of the negative log marginal likelihood: the first
         from `start` (or GPflow-style defaults), the others from random hyperparameters. Each stops
         when an iteration lowers the loss by less than `tolerance` relative to it (None: scipy's
-        default, 2.2e-9, as GPflow's Scipy optimiser)."""
+        default, 2.2e-9, as GPflow's Scipy optimiser). `fixed_noise`: each observation's own noise
+        variance (output units), added to the learned noise, which is then a floor above it."""
         with self._lock:
             return self._fit(np.asarray(x, dtype=float), np.asarray(y, dtype=float), noiseless, restarts, rng, start,
-                             tolerance)
+                             tolerance, fixed_noise)
 
-    def _fit(self, x, y, noiseless, restarts, rng, start, tolerance):
+    def _fit(self, x, y, noiseless, restarts, rng, start, tolerance, fixed_noise=None):
         y_mean, y_std = float(y.mean()), float(y.std()) or 1.0
         ys = (y - y_mean) / y_std
+        fixed = None if fixed_noise is None else np.asarray(fixed_noise, dtype=float) / y_std**2
         self.x.assign(x)
         self.y.assign(ys[:, None])
+        self.fixed.assign(np.zeros(len(x)) if fixed is None else fixed)
         free = self._free(noiseless)
 
         best, best_loss = None, np.inf
@@ -296,7 +308,7 @@ class Fitter:
             raise RuntimeError("every GP restart failed")
         self._assign(free, best)
         fitted = self._get()
-        return Posterior(x, ys, np.array(fitted.lengthscales), fitted.variance, fitted.noise, y_mean, y_std)
+        return Posterior(x, ys, np.array(fitted.lengthscales), fitted.variance, fitted.noise, y_mean, y_std, fixed)
 
     @staticmethod
     def _assign(free: list, theta) -> None:

@@ -29,10 +29,11 @@ import pandas as pd
 from scipy import optimize
 
 from ..problems.problem import Problem
-from . import gp
+from . import exact_privacy, gp
+from .ehvi import ErrorRegionEHVI, RegionEHVI
 from .hvpoi import adaptive_reference, added_hypervolume, improvement_probability
 from .pareto import nondominated_cells, pareto_front
-from .transforms import (INPUTS, InitialMaxScaler, InputScaler, error_to_gp, input_scaler, objectives_from_gp,
+from .transforms import (ERROR_RANGE, INPUTS, InitialMaxScaler, InputScaler, error_to_gp, input_scaler, objectives_from_gp,
                          objectives_to_gp, privacy_to_gp)
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,11 @@ log = logging.getLogger(__name__)
 # The paper's anti-ideal point (epsilon 10, error 1) in GP space; error 1 maps to logit(0.999).
 FIXED_REFERENCE = np.array([float(privacy_to_gp(10.0)), float(error_to_gp(0.999))])
 REFERENCES = ("fixed", "adaptive")
+PRIVACY_MODELS = ("gp", "exact")
+ACQUISITIONS = ("hvpoi", "hvpoi-region", "ehvi", "ehvi-logit")
+# Finalists of the exact-privacy search: the best candidates by the ranking epsilons, re-scored with the
+# privacy oracle's own epsilons before one is chosen.
+FINALISTS = 16
 # A refinement stops when an L-BFGS-B iteration lowers the negative log marginal likelihood by less
 # than this fraction of it (~1e-5 nats at the 100-600 nats of 256 points; scipy's default, 2.2e-9,
 # which full refits keep): half the likelihood evaluations of a refinement round (29 -> 14, median
@@ -54,29 +60,52 @@ class Settings:
     reference: str = "adaptive"  # GPflowOpt's, which the published runs used (README: fixed vs adaptive)
     refit_every: int = 1       # rounds between full ML-II restarts (1: every round, as the paper)
     inputs: str = "log-unit-cube"  # the GPs' input geometry (transforms.INPUTS)
+    privacy_model: str = "gp"      # gp: learn epsilon with a GP (the paper); exact: compute it (exact_privacy)
+    acquisition: str = "hvpoi"     # hvpoi (the paper), hvpoi-region, ehvi (region EHVI: bo/ehvi.py)
+    region: tuple[float, float] = (0.01, 10.0)   # the acquisition's epsilon range (statistics.region)
+    utility_noise: str = "learned"  # learned: one noise variance; replications: each point's own (+ a learned floor)
 
     @classmethod
-    def from_config(cls, dpareto: dict) -> "Settings":
-        """The settings of the config's `dpareto` section."""
+    def from_config(cls, dpareto: dict, statistics: dict | None = None) -> "Settings":
+        """The settings of the config's `dpareto` section (the region from `statistics.region`)."""
+        region = tuple(float(v) for v in (statistics or {}).get("region", cls.region))
         return cls(candidates=dpareto["candidates"], gp_restarts=dpareto["gp_restarts"], reference=dpareto["reference"],
-                   refit_every=dpareto["gp_refit_every"], inputs=dpareto["inputs"])
+                   refit_every=dpareto["gp_refit_every"], inputs=dpareto["inputs"],
+                   privacy_model=dpareto.get("privacy_model", cls.privacy_model),
+                   acquisition=dpareto.get("acquisition", cls.acquisition), region=region,
+                   utility_noise=dpareto.get("utility_noise", cls.utility_noise))
+
+    @property
+    def paper(self) -> bool:
+        """The paper's algorithm: both objectives learned by GPs, HVPoI."""
+        return self.privacy_model == "gp" and self.acquisition == "hvpoi" and self.utility_noise == "learned"
 
     def full_refit(self, round_index: int) -> bool:
         return round_index % self.refit_every == 0
 
 
 @dataclass(frozen=True)
+class Context:
+    """What a round knows of the problem's data beyond the evaluations: the training rows its epsilon
+    is computed for (None: the oracle's own data) and the utility floor as an error (FRONT's region)."""
+    n_train: int | None
+    error_floor: float
+
+
+@dataclass(frozen=True)
 class GPState:
     """The hyperparameters both GPs ended a round with: where the next round's ML-II starts."""
-    privacy: gp.Hyperparameters
+    privacy: gp.Hyperparameters | None    # None: no privacy GP (epsilon computed exactly)
     utility: gp.Hyperparameters
 
     def as_dict(self) -> dict:
-        return {"privacy": self.privacy.as_dict(), "utility": self.utility.as_dict()}
+        return {"privacy": self.privacy.as_dict() if self.privacy else None, "utility": self.utility.as_dict()}
 
     @classmethod
     def from_dict(cls, values: dict) -> "GPState":
-        return cls(gp.Hyperparameters.from_dict(values["privacy"]), gp.Hyperparameters.from_dict(values["utility"]))
+        privacy = values.get("privacy")
+        return cls(gp.Hyperparameters.from_dict(privacy) if privacy else None,
+                   gp.Hyperparameters.from_dict(values["utility"]))
 
 
 @dataclass
@@ -87,15 +116,16 @@ class Proposal:
 
 @dataclass
 class Surrogates:
-    """The two fitted GPs (privacy, utility) over the scaler's input box, and how long fitting took."""
-    privacy: gp.Posterior
+    """The two fitted GPs (privacy, utility) over the scaler's input box, and how long fitting took.
+    `privacy` is None where epsilon is computed exactly (`Settings.privacy_model: exact`)."""
+    privacy: gp.Posterior | None
     utility: gp.Posterior
     scaler: InputScaler | InitialMaxScaler
     fit_seconds: float
 
     @property
     def state(self) -> GPState:
-        return GPState(self.privacy.hyperparameters, self.utility.hyperparameters)
+        return GPState(self.privacy.hyperparameters if self.privacy else None, self.utility.hyperparameters)
 
     def predict(self, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mp, vp = self.privacy.predict(unit)
@@ -109,9 +139,11 @@ class Surrogates:
 
 
 def fit_surrogates(problem: Problem, evals: pd.DataFrame, settings: Settings, rng: np.random.Generator,
-                   previous: GPState | None = None, round_index: int = 0, initial: int | None = None) -> Surrogates:
-    """Both GPs fitted to `evals`: full restarts, or (between full refits) one run from `previous`.
-    The first `initial` rows of `evals` (all when None) are the initial points."""
+                   previous: GPState | None = None, round_index: int = 0, initial: int | None = None,
+                   fit_privacy: bool = True) -> Surrogates:
+    """Both GPs (only the utility GP when not `fit_privacy`) fitted to `evals`: full restarts, or
+    (between full refits) one run from `previous`. The first `initial` rows of `evals` (all when
+    None) are the initial points."""
     fitter = gp.fitter(len(problem.domain))  # TensorFlow's import and tracing (seconds, once) are not fitting
     start = time.perf_counter()
     raw = evals[problem.names].to_numpy(dtype=float)
@@ -119,21 +151,40 @@ def fit_surrogates(problem: Problem, evals: pd.DataFrame, settings: Settings, rn
     x = scaler.to_unit(raw)
     y = objectives_to_gp(evals["epsilon"].to_numpy(), evals["error"].to_numpy())
     full = previous is None or settings.full_refit(round_index)
+    if fit_privacy and previous is not None and previous.privacy is None:
+        full = True   # no privacy hyperparameters to refine (the previous round computed epsilon)
+
+    fixed = replication_noise(evals) if settings.utility_noise == "replications" else None
 
     def fit(values, noiseless, start):
+        own = None if noiseless else fixed
         if not full:
             try:
                 return fitter.fit(x, values, noiseless=noiseless, restarts=1, rng=rng, start=start,
-                                  tolerance=REFINEMENT_TOLERANCE)
+                                  tolerance=REFINEMENT_TOLERANCE, fixed_noise=own)
             except RuntimeError:   # the likelihood is not finite anywhere L-BFGS-B went from the warm start
                 log.warning("round %d: refining the %s GP from the previous round's hyperparameters found no finite "
                             "likelihood; fitting it with %d starts instead", round_index,
                             "privacy" if noiseless else "utility", settings.gp_restarts)
-        return fitter.fit(x, values, noiseless=noiseless, restarts=settings.gp_restarts, rng=rng, start=start)
+        return fitter.fit(x, values, noiseless=noiseless, restarts=settings.gp_restarts, rng=rng, start=start,
+                          fixed_noise=own)
 
-    privacy = fit(y[:, 0], True, previous and previous.privacy)
+    privacy = fit(y[:, 0], True, previous and previous.privacy) if fit_privacy else None
     utility = fit(y[:, 1], False, previous and previous.utility)
     return Surrogates(privacy, utility, scaler, time.perf_counter() - start)
+
+
+def replication_noise(evals: pd.DataFrame) -> np.ndarray | None:
+    """Each evaluation's own noise variance in the utility GP's output (logit error): the squared
+    standard error of its mean utility over its R replications, by the delta method
+    (d logit(e) / de = 1 / (e (1 - e)), e clipped as the transform clips it); 0 where R < 2. None
+    when the evaluations do not record their replications."""
+    if "utility_runs" not in evals:
+        return None
+    runs = [np.asarray(r, dtype=float) for r in evals["utility_runs"]]
+    se2 = np.array([r.var(ddof=1) / len(r) if len(r) > 1 else 0.0 for r in runs])
+    error = np.clip(evals["error"].to_numpy(float), *ERROR_RANGE)
+    return se2 / (error * (1 - error)) ** 2
 
 
 def acquisition_function(surrogates: Surrogates, observed_unit: np.ndarray, settings: Settings):
@@ -172,16 +223,146 @@ def negative_with_gradient(acquisition, unit: np.ndarray, upper: np.ndarray) -> 
 
 
 def propose(problem: Problem, evals: pd.DataFrame, q: int, settings: Settings, rng: np.random.Generator,
-            previous: GPState | None = None, round_index: int = 0, initial: int | None = None) -> Proposal:
-    """q new points maximising HVPoI given every evaluation in `evals`; `previous` is the GP state
-    of the round before (None in the first round), `round_index` decides a full refit; the first
-    `initial` rows of `evals` (all when None) are the initial points."""
+            previous: GPState | None = None, round_index: int = 0, initial: int | None = None,
+            context: Context | None = None) -> Proposal:
+    """q new points maximising the acquisition given every evaluation in `evals`; `previous` is the GP
+    state of the round before (None in the first round), `round_index` decides a full refit; the first
+    `initial` rows of `evals` (all when None) are the initial points. `context` (training rows, floor)
+    is needed by the exact privacy model and the region acquisitions; without it they fall back to the
+    privacy GP and a floor of error 1."""
     if settings.reference not in REFERENCES:
         raise ValueError(f"reference must be one of {REFERENCES}")
     if settings.inputs not in INPUTS:
         raise ValueError(f"inputs must be one of {INPUTS}")
-    surrogates = fit_surrogates(problem, evals, settings, rng, previous, round_index, initial)
-    return Proposal(choose(problem, surrogates, evals, q, settings, rng), surrogates.state)
+    if settings.privacy_model not in PRIVACY_MODELS or settings.acquisition not in ACQUISITIONS:
+        raise ValueError(f"privacy_model must be one of {PRIVACY_MODELS}, acquisition one of {ACQUISITIONS}")
+    if settings.paper:
+        surrogates = fit_surrogates(problem, evals, settings, rng, previous, round_index, initial)
+        return Proposal(choose(problem, surrogates, evals, q, settings, rng), surrogates.state)
+    privacy = exact_model(problem, settings, context, rng) if settings.privacy_model == "exact" else None
+    surrogates = fit_surrogates(problem, evals, settings, rng, previous, round_index, initial, fit_privacy=privacy is None)
+    if privacy is None:
+        privacy = exact_privacy.GPMean(surrogates.privacy, surrogates.scaler)
+    return Proposal(choose_with_known_privacy(problem, surrogates, privacy, evals, q, settings, context, rng),
+                    surrogates.state)
+
+
+def exact_model(problem: Problem, settings: Settings, context: Context | None, rng: np.random.Generator):
+    """The problem's exact privacy model (exact_privacy.for_problem), None without a context (no n)."""
+    if context is None:
+        log.warning("%s: no training-set size given; privacy is learned by a GP", problem.name)
+        return None
+    sample = InputScaler(problem).from_unit(np.random.default_rng(0).random((16, len(problem.domain))))
+    return exact_privacy.for_problem(problem, context.n_train, settings.candidates, sample)
+
+
+def region_acquisition(settings: Settings, front_x: np.ndarray, front_y: np.ndarray, cap: float):
+    """The acquisition of (ln epsilon, utility GP mean, sd) in the region (`Settings.acquisition`)."""
+    lo, hi = np.log(settings.region)
+    if settings.acquisition == "hvpoi-region":
+        return RegionHVPoI(front_x, front_y, lo, hi, cap)
+    if settings.acquisition == "ehvi-logit":
+        return RegionEHVI(front_x, front_y, lo, hi, cap)
+    return ErrorRegionEHVI(front_x, front_y, lo, hi, cap)
+
+
+class RegionHVPoI:
+    """HVPoI restricted to the region: reference (ln eps_hi, cap), ln epsilon clipped below at ln eps_lo,
+    epsilon known (no privacy variance)."""
+
+    def __init__(self, front_x, front_y, lo, hi, cap):
+        self.lo, self.hi = lo, hi
+        points = np.column_stack([np.clip(front_x, lo, hi), front_y])
+        self.lower, self.upper = nondominated_cells(pareto_front(points), np.array([hi, cap]))
+
+    def __call__(self, x, mean, sd):
+        mean2 = np.column_stack([np.clip(x, self.lo, self.hi), mean])
+        var2 = np.column_stack([np.zeros(len(mean)), np.asarray(sd) ** 2])
+        gain = added_hypervolume(mean2, self.lower, self.upper)
+        out = np.zeros(len(mean))
+        useful = gain > 0
+        if useful.any():
+            out[useful] = gain[useful] * improvement_probability(mean2[useful], var2[useful], self.lower, self.upper)
+        return out
+
+
+def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy, evals: pd.DataFrame, q: int,
+                              settings: Settings, context: Context | None, rng: np.random.Generator) -> pd.DataFrame:
+    """The q points maximising the region acquisition with epsilon known (`privacy`: an exact_privacy
+    model, or the privacy GP's mean where none is affordable). Candidates are drawn in the GPs' box
+    with integers rounded (so epsilon is the rounded point's); the best is improved by L-BFGS-B over
+    the continuous hyperparameters; it and the FINALISTS best candidates are re-scored with the
+    oracle's own epsilons, and the best not yet evaluated is taken. q > 1: Kriging believer (the
+    utility GP conditioned on the chosen point at its mean, which joins the front)."""
+    start = time.perf_counter()
+    scaler, utility = surrogates.scaler, surrogates.utility
+    box = scaler.upper - scaler.lower
+    free = ~np.asarray(scaler.integer)
+    observed = scaler.to_unit(evals[problem.names].to_numpy(dtype=float))
+    taken = {tuple(np.round(p, 12)) for p in scaler.from_unit(observed)}
+    cap = float(error_to_gp(context.error_floor if context else 1.0))
+    front_x = exact_privacy.finite_log(evals["epsilon"].to_numpy(float))
+    front_y = utility.predict(observed)[0]
+    rows = []
+    for position in range(q):
+        acquisition = region_acquisition(settings, front_x, front_y, cap)
+
+        def value(unit: np.ndarray, epsilon: np.ndarray) -> np.ndarray:
+            mean, var = utility.predict(unit)
+            return acquisition(exact_privacy.finite_log(epsilon), mean, np.sqrt(var))
+
+        points = scaler.from_unit(scaler.lower + rng.random((settings.candidates, len(box))) * box)
+        units = scaler.to_unit(points)
+        values = value(units, privacy.ranking(points))
+        order = np.argsort(-values)
+        finalists = [points[i] for i in order[:FINALISTS]]
+        if free.any():
+            finalists.insert(0, _improve(units[order[0]], free, scaler, privacy, value))
+        finalists = [p for p in finalists if tuple(np.round(p, 12)) not in taken]
+        if not finalists:   # every finalist evaluated already: the best candidate that is not
+            finalists = [next(points[i] for i in order if tuple(np.round(points[i], 12)) not in taken)]
+        finalists = np.array(finalists)
+        epsilons = privacy.exact(finalists)
+        scores = value(scaler.to_unit(finalists), epsilons)
+        best = int(np.argmax(scores))
+        point, epsilon = finalists[best], float(epsilons[best])
+        taken.add(tuple(np.round(point, 12)))
+        unit = scaler.to_unit(point)
+        mean, _ = utility.predict(unit[None, :])
+        rows.append({**{n: (int(v) if p.integer else float(v)) for n, v, p in zip(problem.names, point, problem.domain)},
+                     "acquisition": float(scores[best]), "predicted_epsilon": epsilon,
+                     "predicted_error": float(objectives_from_gp(np.array([[0.0, mean[0]]]))[0, 1]),
+                     "batch_position": position})
+        if position + 1 < q:
+            utility = utility.condition(unit[None, :], mean)
+            front_x = np.append(front_x, exact_privacy.finite_log(epsilon))
+            front_y = np.append(front_y, mean)
+    frame = pd.DataFrame(rows)
+    frame["privacy_model"] = privacy.name
+    frame["privacy_jitter"] = surrogates.privacy.jitter if surrogates.privacy else np.nan
+    frame["utility_jitter"] = surrogates.utility.jitter
+    frame["fit_seconds"] = surrogates.fit_seconds
+    frame["acquisition_seconds"] = time.perf_counter() - start
+    frame["proposal_seconds"] = frame["fit_seconds"] + frame["acquisition_seconds"]
+    return frame
+
+
+def _improve(unit: np.ndarray, free: np.ndarray, scaler, privacy, value) -> np.ndarray:
+    """L-BFGS-B over the continuous coordinates from `unit` (integers held), by the ranking epsilons;
+    the result as a point of the domain."""
+    lower, upper = scaler.lower[free], scaler.upper[free]
+
+    def acquisition(free_units: np.ndarray) -> np.ndarray:
+        units = np.repeat(unit[None, :], len(free_units), axis=0)
+        units[:, free] = free_units
+        points = scaler.from_unit(units)
+        return value(scaler.to_unit(points), privacy.ranking(points))
+
+    result = optimize.minimize(lambda u: negative_with_gradient(acquisition, u, upper), unit[free], jac=True,
+                               method="L-BFGS-B", bounds=list(zip(lower, upper)), options={"maxiter": 50})
+    best = unit.copy()
+    best[free] = result.x
+    return scaler.from_unit(best)
 
 
 def choose(problem: Problem, surrogates: Surrogates, evals: pd.DataFrame, q: int, settings: Settings,
@@ -233,14 +414,19 @@ class DPareto:
     settings: Settings
     name = "dpareto"
 
+    @property
+    def needs_context(self) -> bool:
+        """The training rows and error floor (`Context`) matter to all but the paper's algorithm."""
+        return not self.settings.paper
+
     def round(self, problem: Problem, evals: pd.DataFrame, q: int, seed: int, run: int, round_index: int,
-              initial: int, previous: dict | None) -> tuple[pd.DataFrame, dict]:
+              initial: int, previous: dict | None, context: Context | None = None) -> tuple[pd.DataFrame, dict]:
         """The round's points and what its proposal file records (settings, GP state, the kind of fit)."""
         from ..seeds import rng
 
         state = GPState.from_dict(previous["gp_state"]) if previous else None
         proposal = propose(problem, evals, q, self.settings, rng(seed, problem.name, "dpareto", run, round_index),
-                           state, round_index, initial=initial)
+                           state, round_index, initial=initial, context=context)
         full = state is None or self.settings.full_refit(round_index)
         return proposal.points, {"settings": self.settings.__dict__, "full_refit": full,
                                  "gp_state": proposal.gp_state.as_dict()}

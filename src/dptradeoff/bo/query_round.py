@@ -10,9 +10,8 @@ import pandas as pd
 from ..problems.evaluate import evaluate, load_data, source_label
 from ..problems.problem import Problem
 from ..problems.tables import read_frame
-from ..seeds import rng
 from .propose import Settings
-from .query import FrontQuery
+from .query import FrontQuery, query_rng
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +22,7 @@ def answer_and_train(problem: Problem, chain: str, kind: str, target: float, set
     and best evaluated points, and the suggestion's evaluation (utility, its replications, failure).
     With no feasible suggestion, the row has no hyperparameters and NaN utilities."""
     data = load_data(problem)
-    query = FrontQuery(problem, read_frame(chain), data, settings, rng(seed, problem.name, "query", kind, target, run))
+    query = FrontQuery(problem, read_frame(chain), data, settings, query_rng(seed, problem.name, kind, target, run))
     answer = query.for_epsilon(target) if kind == "eps" else query.for_utility(target)
     row = {**answer.row(), "source_label": source_label(problem, data)}
     log.info("%s %s: %s", problem.name, answer.question, row)

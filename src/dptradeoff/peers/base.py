@@ -39,9 +39,9 @@ class Peer(ABC):
         return frame
 
     def round(self, problem: Problem, evals: pd.DataFrame, q: int, seed: int, run: int, round_index: int,
-              initial: int, previous: dict | None) -> tuple[pd.DataFrame, dict]:
+              initial: int, previous: dict | None, context=None) -> tuple[pd.DataFrame, dict]:
         """A chain round (as DPareto's, `bo.propose.DPareto.round`): the points and what the proposal file
-        records; the seed is the round's own, the previous round's file is not needed."""
+        records; the seed is the round's own, the previous round's file and the context are not needed."""
         points = self.propose(problem, evals, q, derive_seed(seed, problem.name, self.name, run, round_index))
         return points, {"settings": self.settings}
 

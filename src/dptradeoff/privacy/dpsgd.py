@@ -86,6 +86,38 @@ def _epsilon(n: int, lot_size: int, num_steps: int, noise: float, delta: float, 
     return _convert(ORDERS, base, delta, conversion)[0]
 
 
+def convert_curves(curves: np.ndarray, delta: float, conversion: str) -> np.ndarray:
+    """`_epsilon`'s conversion for many runs at once: curves (N, len(ALL_ORDERS)) of whole-run RDP,
+    converted at the best order of ORDERS, or of ALL_ORDERS where dp_accounting's best order in
+    ORDERS is >= 96 (the rule of `_epsilon`; tests compare the two)."""
+    _check_conversion(conversion, delta)
+    curves = np.atleast_2d(np.asarray(curves, dtype=float))
+    orders = np.asarray(ALL_ORDERS)
+    base = np.zeros(len(ALL_ORDERS), dtype=bool)
+    base[_BASE] = True
+    improved = _improved_many(orders, curves, delta)
+    best_base_order = orders[_BASE][np.argmin(improved[:, base], axis=1)]
+    chosen = improved if conversion == "dp_accounting" else _classic_many(orders, curves, delta)
+    eps = np.where(best_base_order >= 96, chosen.min(axis=1), chosen[:, base].min(axis=1))
+    out = np.maximum(0.0, eps)
+    return np.where(np.isfinite(curves[:, base]).any(axis=1), out, np.inf)
+
+
+def _improved_many(orders: np.ndarray, curves: np.ndarray, delta: float) -> np.ndarray:
+    """`improved_conversion`'s epsilon at every order (its argmin is taken by the caller)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        eps = curves + np.log1p(-1 / orders) - np.log(delta * orders) / (orders - 1)
+        eps = np.where(delta**2 + np.expm1(-curves) > 0, 0.0, eps)
+    eps = np.where(curves < 0, 0.0, eps)
+    return np.where(np.isnan(eps), np.inf, eps)
+
+
+def _classic_many(orders: np.ndarray, curves: np.ndarray, delta: float) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        values = curves + math.log(1 / delta) / (orders - 1)
+    return np.where(np.isfinite(values), values, np.inf)
+
+
 def _convert(orders, curve, delta: float, conversion: str) -> tuple[float, float]:
     """(epsilon, the order attaining it) of an RDP curve. Any set of orders gives a valid bound."""
     if conversion == "classic":

@@ -5,6 +5,8 @@ b1 = b / (1 + (2C)^(1/3)) is the threshold noise, b2 = b - b1 the query noise, a
 epsilon = 1/b1 + 2C/b2 = (1 + (2C)^(1/3)) (1 + (2C)^(2/3)) / b (paper 000 Appx. B)."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import UserError
 
 
@@ -18,3 +20,12 @@ def epsilon(bound: int, b: float) -> float:
         raise UserError(f"SVT needs an answer bound C >= 1 and noise b > 0, got C={bound}, b={b}.")
     c2 = 2 * bound
     return (1 + c2 ** (1 / 3)) * (1 + c2 ** (2 / 3)) / b
+
+
+def epsilon_many(bounds: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`epsilon` over arrays of C and b (the acquisition's candidates)."""
+    bounds, b = np.asarray(bounds, dtype=float), np.asarray(b, dtype=float)
+    if not (np.all(bounds >= 1) and np.all(b > 0)):
+        raise UserError("SVT needs answer bounds C >= 1 and noise b > 0.")
+    c2 = 2 * bounds
+    return (1 + np.cbrt(c2)) * (1 + np.cbrt(c2) ** 2) / b

@@ -69,6 +69,51 @@ def rdp(q: float, sigma: float, orders) -> np.ndarray:
     return np.where(orders == 1, 0.0, out) * (1 + SAFETY)
 
 
+def rdp_over_ratios(ratios, sigma: float, orders) -> np.ndarray:
+    """One step's RDP at each sampling ratio (rows) and order (columns): `rdp` for many ratios at one
+    sigma, the moments (the costly part, which depends on sigma only) computed once. Equal to `rdp`
+    row by row (tested)."""
+    ratios = np.asarray(ratios, dtype=float)
+    return np.stack([rdp(q, sigma, orders) for q in ratios]) if not sigma > TINY_SIGMA or not (
+        (ratios > 0) & (ratios < 1)).all() else _rdp_inside(ratios, min(sigma, HUGE_SIGMA), np.asarray(orders, float))
+
+
+def _rdp_inside(ratios: np.ndarray, sigma: float, orders: np.ndarray) -> np.ndarray:
+    """`rdp` for ratios strictly between 0 and 1, vectorised over the ratios (the same operations as
+    `rdp` and `_log_a`, with the ratio as a leading axis)."""
+    lo, hi = np.floor(orders).astype(int), np.ceil(orders).astype(int)
+    integers = np.union1d(lo, hi)
+    alphas = integers[integers >= 2]
+    log_a = np.zeros((len(ratios), integers.max(initial=1) + 1))
+    exact = alphas <= EXACT_UP_TO
+    log_d = (log_even_differences(sigma, (int(alphas[exact].max()) + 1) // 2)
+             if sigma >= MOMENTS_FROM_SIGMA and exact.any() else None)
+    eps2 = 1.0 / sigma**2
+    second_min = min(math.log(4.0) + _log_expm1(eps2), math.log(2.0) + eps2)
+    log_q = np.log(ratios)[:, None, None]
+    values = np.empty((len(ratios), len(alphas)))
+    for block, moments in ((exact, log_d), (~exact, None)):
+        if not block.any():
+            continue
+        alpha = alphas[block][:, None]
+        j = np.arange(3, alpha.max() + 1)
+        plain = math.log(2.0) + (j - 1) * j / (2 * sigma**2)
+        if moments is not None:
+            plain = np.minimum(math.log(4.0) + 0.5 * (moments[j // 2] + moments[(j + 1) // 2]), plain)
+        log_factorial = special.gammaln(np.arange(1.0, alpha.max() + 2))
+        log_binom = log_factorial[alpha] - log_factorial[j] - log_factorial[np.maximum(alpha - j, 0)]
+        terms = np.where(j <= alpha, j * log_q + (log_binom + plain), -np.inf)          # (Q, A, J)
+        second = 2 * log_q + (np.log(alpha * (alpha - 1) / 2) + second_min)            # (Q, A, 1)
+        both = np.concatenate([second, terms], axis=2)
+        top = both.max(axis=2)
+        values[:, block] = np.logaddexp(0.0, top + np.log(np.exp(both - top[..., None]).sum(axis=2)))
+    log_a[:, alphas] = values
+    t = orders - lo
+    with np.errstate(invalid="ignore"):
+        out = ((1 - t) * log_a[:, lo] + t * log_a[:, hi]) / (orders - 1)
+    return np.where(orders == 1, 0.0, out) * (1 + SAFETY)
+
+
 def _log_a(q: float, sigma: float, alphas) -> np.ndarray:
     """log A of Thm 27 at each integer alpha >= 2 (one matrix of terms j = 3..alpha per block of orders)."""
     alphas = np.asarray(alphas, dtype=int)

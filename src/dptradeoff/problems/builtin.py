@@ -135,5 +135,10 @@ class SparseVector(Oracle):
     def epsilon(self, point, *, n, delta):
         return svt_privacy.epsilon(point["bound"], point["b"])
 
+    def epsilons(self, points, *, n, delta):
+        """`epsilon` of many points at once, rows (bound, b): the same closed form (tested equal)."""
+        points = np.atleast_2d(np.asarray(points, dtype=float))
+        return svt_privacy.epsilon_many(np.round(points[:, 0]), points[:, 1])
+
     def utilities(self, point, data, repeats, rng):
         return svt_utility.f1_scores(point["bound"], point["b"], repeats, rng)
