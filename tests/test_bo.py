@@ -343,11 +343,11 @@ def test_a_refinement_without_a_finite_likelihood_falls_back_to_a_full_fit(monke
     real_fit = type(fitter).fit
     calls = []
 
-    def refinement_fails(self, x, y, noiseless, restarts, rng, start=None, tolerance=None):
+    def refinement_fails(self, x, y, noiseless, restarts, rng, start=None, tolerance=None, fixed_noise=None):
         calls.append((noiseless, restarts))
         if restarts == 1 and not noiseless:
             raise RuntimeError("every GP restart failed")
-        return real_fit(self, x, y, noiseless, restarts, rng, start, tolerance)
+        return real_fit(self, x, y, noiseless, restarts, rng, start, tolerance, fixed_noise)
 
     monkeypatch.setattr(type(fitter), "fit", refinement_fails)
     surrogates = fit_surrogates(TOY, evals, settings, np.random.default_rng(1), state, round_index=3)
