@@ -61,6 +61,16 @@ VARIANTS = {
     "dpareto-exact-hvpoi-region": {"privacy_model": "exact", "acquisition": "hvpoi-region"},
     "dpareto-gp-ehvi": {"privacy_model": "gp", "acquisition": "ehvi"},
     "dpareto-exact-ehvi-replications": {"privacy_model": "exact", "acquisition": "ehvi", "utility_noise": "replications"},
+    "dpareto-exact-hvpoi-region-replications": {"privacy_model": "exact", "acquisition": "hvpoi-region",
+                                                "utility_noise": "replications"},
+    "dpareto-exact-hvpoi-region-refit1": {"privacy_model": "exact", "acquisition": "hvpoi-region", "refit_every": 1},
+    "dpareto-exact-hvpoi-region-cap": {"privacy_model": "exact", "acquisition": "hvpoi-region", "utility_cap": "floor"},
+    "dpareto-exact-hvpoi-region-cap-refit1": {"privacy_model": "exact", "acquisition": "hvpoi-region",
+                                              "utility_cap": "floor", "refit_every": 1},
+    "dpareto-exact-hvpoi-region-early16": {"privacy_model": "exact", "acquisition": "hvpoi-region",
+                                           "full_refits_first": 16},
+    "dpareto-exact-ehvi-error-early16": {"privacy_model": "exact", "acquisition": "ehvi", "full_refits_first": 16},
+    "dpareto-exact-ehvi-cap": {"privacy_model": "exact", "acquisition": "ehvi", "utility_cap": "floor"},
 }
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config", "config.yaml")
 

@@ -214,3 +214,31 @@ def test_the_cli_and_the_query_rule_give_the_same_answer(tmp_path, monkeypatch, 
     assert f"bound={int(row['bound'])}" in suggested and f"b={row['b']:.4g}" in suggested
     exact = next(line for line in printed.splitlines() if line.startswith("  epsilon "))
     assert math.isclose(float(exact.split()[1].rstrip(";")), row["epsilon"], rel_tol=1e-3)
+
+
+def test_full_refits_in_the_first_rounds_then_every_kth():
+    settings = Settings.from_config({"candidates": 10, "gp_restarts": 1, "reference": "adaptive", "gp_refit_every": 16,
+                                     "inputs": "log-unit-cube", "gp_full_refits_first": 4})
+    assert [r for r in range(40) if settings.full_refit(r)] == [0, 1, 2, 3, 16, 32]
+    assert [r for r in range(40) if Settings(refit_every=16).full_refit(r)] == [0, 16, 32]
+
+
+def test_utility_cap_enters_errors_above_the_floor_as_the_floor(monkeypatch):
+    from dptradeoff.bo import propose as propose_module
+    from dptradeoff.bo.transforms import error_to_gp
+    problem = PROBLEMS["adult-logreg-sgd"].restricted({"epochs": [1, 16]})
+    points = sample(problem, 20, np.random.default_rng(5))
+    points["epsilon"] = [dpsgd.epsilon(N_ADULT, int(r.lot_size), int(r.epochs), float(r.noise), 1e-5) for r in points.itertuples()]
+    points["error"] = np.linspace(0.15, 0.45, 20)     # half of them worse than the floor 0.3
+    fitted = propose_module.fit_surrogates(problem, points, Settings(gp_restarts=1), np.random.default_rng(0),
+                                           fit_privacy=False, error_cap=0.3).utility
+    targets = fitted.y * fitted.y_std + fitted.y_mean
+    assert targets.max() == pytest.approx(float(error_to_gp(0.3)))
+    assert np.sum(np.isclose(targets, float(error_to_gp(0.3)))) == np.sum(points["error"] >= 0.3)
+    caps = []
+    real = propose_module.fit_surrogates
+    monkeypatch.setattr(propose_module, "fit_surrogates", lambda *a, **k: caps.append(k["error_cap"]) or real(*a, **k))
+    for cap in ("floor", "none"):
+        settings = Settings(candidates=200, gp_restarts=1, privacy_model="exact", acquisition="hvpoi-region", utility_cap=cap)
+        propose(problem, points, 1, settings, np.random.default_rng(1), context=Context(N_ADULT, 0.3))
+    assert caps == [0.3, None]

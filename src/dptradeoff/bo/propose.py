@@ -43,6 +43,7 @@ FIXED_REFERENCE = np.array([float(privacy_to_gp(10.0)), float(error_to_gp(0.999)
 REFERENCES = ("fixed", "adaptive")
 PRIVACY_MODELS = ("gp", "exact")
 ACQUISITIONS = ("hvpoi", "hvpoi-region", "ehvi", "ehvi-logit")
+UTILITY_CAPS = ("none", "floor")
 # Finalists of the exact-privacy search: the best candidates by the ranking epsilons, re-scored with the
 # privacy oracle's own epsilons before one is chosen.
 FINALISTS = 16
@@ -59,11 +60,13 @@ class Settings:
     gp_restarts: int = 3
     reference: str = "adaptive"  # GPflowOpt's, which the published runs used (README: fixed vs adaptive)
     refit_every: int = 1       # rounds between full ML-II restarts (1: every round, as the paper)
+    full_refits_first: int = 0  # full ML-II restarts in each of the first this many rounds too (few points: cheap)
     inputs: str = "log-unit-cube"  # the GPs' input geometry (transforms.INPUTS)
     privacy_model: str = "gp"      # gp: learn epsilon with a GP (the paper); exact: compute it (exact_privacy)
     acquisition: str = "hvpoi"     # hvpoi (the paper), hvpoi-region, ehvi (region EHVI: bo/ehvi.py)
     region: tuple[float, float] = (0.01, 10.0)   # the acquisition's epsilon range (statistics.region)
     utility_noise: str = "learned"  # learned: one noise variance; replications: each point's own (+ a learned floor)
+    utility_cap: str = "none"       # floor: errors worse than the utility floor enter the utility GP as the floor
 
     @classmethod
     def from_config(cls, dpareto: dict, statistics: dict | None = None) -> "Settings":
@@ -71,17 +74,20 @@ class Settings:
         region = tuple(float(v) for v in (statistics or {}).get("region", cls.region))
         return cls(candidates=dpareto["candidates"], gp_restarts=dpareto["gp_restarts"], reference=dpareto["reference"],
                    refit_every=dpareto["gp_refit_every"], inputs=dpareto["inputs"],
+                   full_refits_first=dpareto.get("gp_full_refits_first", cls.full_refits_first),
                    privacy_model=dpareto.get("privacy_model", cls.privacy_model),
                    acquisition=dpareto.get("acquisition", cls.acquisition), region=region,
-                   utility_noise=dpareto.get("utility_noise", cls.utility_noise))
+                   utility_noise=dpareto.get("utility_noise", cls.utility_noise),
+                   utility_cap=dpareto.get("utility_cap", cls.utility_cap))
 
     @property
     def paper(self) -> bool:
         """The paper's algorithm: both objectives learned by GPs, HVPoI."""
-        return self.privacy_model == "gp" and self.acquisition == "hvpoi" and self.utility_noise == "learned"
+        return (self.privacy_model == "gp" and self.acquisition == "hvpoi" and self.utility_noise == "learned"
+                and self.utility_cap == "none")
 
     def full_refit(self, round_index: int) -> bool:
-        return round_index % self.refit_every == 0
+        return round_index < self.full_refits_first or round_index % self.refit_every == 0
 
 
 @dataclass(frozen=True)
@@ -140,16 +146,17 @@ class Surrogates:
 
 def fit_surrogates(problem: Problem, evals: pd.DataFrame, settings: Settings, rng: np.random.Generator,
                    previous: GPState | None = None, round_index: int = 0, initial: int | None = None,
-                   fit_privacy: bool = True) -> Surrogates:
+                   fit_privacy: bool = True, error_cap: float | None = None) -> Surrogates:
     """Both GPs (only the utility GP when not `fit_privacy`) fitted to `evals`: full restarts, or
     (between full refits) one run from `previous`. The first `initial` rows of `evals` (all when
-    None) are the initial points."""
+    None) are the initial points. `error_cap`: errors above it enter the utility GP as the cap."""
     fitter = gp.fitter(len(problem.domain))  # TensorFlow's import and tracing (seconds, once) are not fitting
     start = time.perf_counter()
     raw = evals[problem.names].to_numpy(dtype=float)
     scaler = input_scaler(problem, settings.inputs, raw[:initial])
     x = scaler.to_unit(raw)
-    y = objectives_to_gp(evals["epsilon"].to_numpy(), evals["error"].to_numpy())
+    error = evals["error"].to_numpy(dtype=float)
+    y = objectives_to_gp(evals["epsilon"].to_numpy(), error if error_cap is None else np.minimum(error, error_cap))
     full = previous is None or settings.full_refit(round_index)
     if fit_privacy and previous is not None and previous.privacy is None:
         full = True   # no privacy hyperparameters to refine (the previous round computed epsilon)
@@ -236,11 +243,16 @@ def propose(problem: Problem, evals: pd.DataFrame, q: int, settings: Settings, r
         raise ValueError(f"inputs must be one of {INPUTS}")
     if settings.privacy_model not in PRIVACY_MODELS or settings.acquisition not in ACQUISITIONS:
         raise ValueError(f"privacy_model must be one of {PRIVACY_MODELS}, acquisition one of {ACQUISITIONS}")
+    if settings.utility_cap not in UTILITY_CAPS:
+        raise ValueError(f"utility_cap must be one of {UTILITY_CAPS}")
     if settings.paper:
         surrogates = fit_surrogates(problem, evals, settings, rng, previous, round_index, initial)
         return Proposal(choose(problem, surrogates, evals, q, settings, rng), surrogates.state)
     privacy = exact_model(problem, settings, context, rng) if settings.privacy_model == "exact" else None
-    surrogates = fit_surrogates(problem, evals, settings, rng, previous, round_index, initial, fit_privacy=privacy is None)
+    # Errors worse than the floor are all worth nothing in the region: capped, the GP spends no variance on them.
+    cap = context.error_floor if context is not None and settings.utility_cap == "floor" else None
+    surrogates = fit_surrogates(problem, evals, settings, rng, previous, round_index, initial,
+                                fit_privacy=privacy is None, error_cap=cap)
     if privacy is None:
         privacy = exact_privacy.GPMean(surrogates.privacy, surrogates.scaler)
     return Proposal(choose_with_known_privacy(problem, surrogates, privacy, evals, q, settings, context, rng),
