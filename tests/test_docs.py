@@ -288,13 +288,18 @@ def _parse_snakemake(args, options):
 def snakemake_targets(snakemake_options):
     """Every path target of every snakemake command, and the dry run's verdict on them together."""
     paths = []
-    for doc, line, text, tokens in COMMANDS:
-        kind, args = _kind(tokens)
-        if kind != "snakemake":
-            continue
+    for _, args in _commands_of("snakemake"):
         targets, _, _ = _parse_snakemake(args, snakemake_options)
         paths += [t for t in targets if "/" in t and t.startswith(TARGET_PREFIXES) and not re.search(r"[<>{}*]", t)]
     return sorted(set(paths))
+
+
+def _commands_of(kind: str):
+    """(where, arguments) of every documented command of this kind."""
+    for doc, line, text, tokens in COMMANDS:
+        found, args = _kind(tokens)
+        if found == kind:
+            yield _where(doc, line, text), args
 
 
 @pytest.fixture(scope="module")
@@ -312,11 +317,7 @@ def test_docs_have_commands_to_check():
 
 def test_snakemake_commands_name_real_rules_files_and_options(snakemake_options, dry_run):
     bad = []
-    for doc, line, text, tokens in COMMANDS:
-        kind, args = _kind(tokens)
-        if kind != "snakemake":
-            continue
-        where = _where(doc, line, text)
+    for where, args in _commands_of("snakemake"):
         targets, given, problems = _parse_snakemake(args, snakemake_options)
         bad += [f"{where}: {p}" for p in problems]
         for name, values in given:
@@ -361,11 +362,7 @@ def test_dptradeoff_commands_name_real_subcommands_and_options():
     assert m, "dptradeoff --help: no subcommand list"
     subcommands = set(m.group(1).split(","))
     bad = []
-    for doc, line, text, tokens in COMMANDS:
-        kind, args = _kind(tokens)
-        if kind != "dptradeoff":
-            continue
-        where = _where(doc, line, text)
+    for where, args in _commands_of("dptradeoff"):
         if not args or args[0] not in subcommands:
             bad.append(f"{where}: {args[0] if args else '(none)'!r} is not a dptradeoff subcommand "
                        f"({', '.join(sorted(subcommands))})")
