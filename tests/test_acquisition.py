@@ -242,3 +242,17 @@ def test_utility_cap_enters_errors_above_the_floor_as_the_floor(monkeypatch):
         settings = Settings(candidates=200, gp_restarts=1, privacy_model="exact", acquisition="hvpoi-region", utility_cap=cap)
         propose(problem, points, 1, settings, np.random.default_rng(1), context=Context(N_ADULT, 0.3))
     assert caps == [0.3, None]
+
+
+def test_the_papers_hvpoi_refuses_settings_it_does_not_have(tmp_path):
+    from dptradeoff.config import load
+    from dptradeoff import UserError
+    configfile = tmp_path / "exact-hvpoi.yaml"
+    configfile.write_text("dpareto: {privacy_model: exact, acquisition: hvpoi}\n")
+    with pytest.raises(UserError, match=r"hvpoi.*privacy_model: gp.*\{'privacy_model': 'exact'\}"):
+        load(["config/config.yaml", str(configfile)])
+    problem = PROBLEMS["adult-logreg-sgd"]
+    points = sample(problem, 8, np.random.default_rng(0)).assign(epsilon=1.0, error=0.2)
+    with pytest.raises(ValueError, match="hvpoi"):
+        propose(problem, points, 1, Settings(privacy_model="exact", acquisition="hvpoi"), np.random.default_rng(0),
+                context=Context(N_ADULT, 0.24))

@@ -81,9 +81,20 @@ def _check_problems(config: dict) -> None:
                             f"defined under problems.{name}; define it there or fix the name.")
 
 
+def _check_dpareto(dpareto: dict) -> None:
+    """The paper's HVPoI exists only in the paper's algorithm (both objectives learned by GPs)."""
+    paired = {"privacy_model": "gp", "utility_noise": "learned", "utility_cap": "none"}
+    other = {key: dpareto[key] for key, value in paired.items() if dpareto.get(key, value) != value}
+    if dpareto.get("acquisition", "hvpoi") == "hvpoi" and other:
+        raise UserError(f"Config key dpareto.acquisition is hvpoi, the paper's HVPoI, which runs only with "
+                        f"privacy_model: gp, utility_noise: learned and utility_cap: none (given: {other}); set "
+                        f"those, or choose acquisition hvpoi-region, ehvi or ehvi-logit.")
+
+
 def _check_relations(config: dict) -> None:
     """What a schema cannot say: relations between keys."""
     _check_problems(config)
+    _check_dpareto(config.get("dpareto", {}))
     table3 = config.get("expost", {}).get("table3")
     if table3:
         grid_eps = set(float(e) for e in table3["grid"]["eps"])

@@ -245,6 +245,9 @@ def propose(problem: Problem, evals: pd.DataFrame, q: int, settings: Settings, r
         raise ValueError(f"privacy_model must be one of {PRIVACY_MODELS}, acquisition one of {ACQUISITIONS}")
     if settings.utility_cap not in UTILITY_CAPS:
         raise ValueError(f"utility_cap must be one of {UTILITY_CAPS}")
+    if settings.acquisition == "hvpoi" and not settings.paper:
+        raise ValueError("acquisition hvpoi (the paper's) runs only with privacy_model gp, utility_noise learned and "
+                         "utility_cap none; choose hvpoi-region, ehvi or ehvi-logit for the others")
     if settings.paper:
         surrogates = fit_surrogates(problem, evals, settings, rng, previous, round_index, initial)
         return Proposal(choose(problem, surrogates, evals, q, settings, rng), surrogates.state)
