@@ -54,7 +54,8 @@ PROBLEMS = ["adult-logreg-sgd", "adult-logreg-adam", "mnist-mlp2-sgd", "svt"]
 METHODS = ["dpareto", "optuna-tpe", "optuna-gp", "botorch", "random"]
 # DPareto variants (the config's settings with these changed); `dpareto` is the config's default.
 VARIANTS = {
-    "dpareto-hvpoi": {"privacy_model": "gp", "acquisition": "hvpoi"},              # the paper's (the previous default)
+    "dpareto-previous": {"privacy_model": "gp", "acquisition": "hvpoi", "full_refits_first": 0},  # the previous default
+    "dpareto-hvpoi": {"privacy_model": "gp", "acquisition": "hvpoi"},  # the paper's algorithm, this config's refits
     "dpareto-exact-ehvi-logit": {"privacy_model": "exact", "acquisition": "ehvi-logit"},
     "dpareto-exact-ehvi-error": {"privacy_model": "exact", "acquisition": "ehvi"},
     "dpareto-exact-ehvi-error-refit1": {"privacy_model": "exact", "acquisition": "ehvi", "refit_every": 1},
@@ -182,6 +183,72 @@ def main() -> None:
     table = pd.DataFrame(rows)
     table.to_csv("front_quality/per_seed.csv", index=False)
     report(table, metric_settings, args.rounds)
+    compact_report(table)
+    check_targets(table, metric_settings)
+
+
+def check_targets(table: pd.DataFrame, metric_settings: MetricSettings) -> None:
+    """Issue ACQ's comparisons, per problem: a peer better than DPareto (p < 0.05) on `region` or at a
+    best-error level; DPareto better than the best peer on `region`; DPareto worse than the previous
+    default (`dpareto-previous`) on `raw` or `log-epsilon` (p < 0.05)."""
+    print("\n### Targets\n")
+    levels = [m.name for m in metric_settings.metrics(0.5) if m.name.startswith("best-error")]
+    for name, group in table.groupby("problem", sort=False):
+        wide = {m: g.set_index("seed") for m, g in group.groupby("method", sort=False)}
+        if "dpareto" not in wide:
+            continue
+        default = wide["dpareto"]
+
+        def diff(method, metric):
+            seeds = default.index.intersection(wide[method].index)
+            return paired(default.loc[seeds, metric].to_numpy(float), wide[method].loc[seeds, metric].to_numpy(float))
+
+        peers = [m for m in wide if m in PEERS or m == "random"]
+        lines = []
+        for peer in peers:
+            mean, _, _, p = diff(peer, "region")
+            if mean < 0 and p < 0.05:
+                lines.append(f"{peer} better on region by {-mean:.4f} (p = {p:.2g})")
+            for level in levels:
+                mean, _, _, p = diff(peer, level)
+                if mean > 0 and p < 0.05:   # a lower best error is better
+                    lines.append(f"{peer} reaches a lower {level} by {mean:.4f} (p = {p:.2g})")
+        if peers:
+            best = max(peers, key=lambda m: wide[m]["region"].mean())
+            mean, _, _, p = diff(best, "region")
+            lines.append(f"best peer on region: {best}; DPareto − it {mean:+.4f} (p = {p:.2g}): "
+                         + ("better" if mean > 0 and p < 0.05 else "not shown better"))
+        if "dpareto-previous" in wide:
+            for metric in ("raw", "log-epsilon"):
+                mean, _, _, p = diff("dpareto-previous", metric)
+                verdict = "worse" if mean < 0 and p < 0.05 else "not worse"
+                lines.append(f"{metric} against the previous default: {mean:+.4f} (p = {p:.2g}), {verdict}")
+        print(f"- **{name}**: " + "; ".join(lines))
+
+
+def compact_report(table: pd.DataFrame, metric: str = "region") -> None:
+    """Per problem, one row per method: its seeds, mean ± 95 % half-width on `metric`, the paired
+    difference DPareto − it over the seeds both have (95 % interval, p), the share of proposals at
+    the floor per block of rounds, and the median seconds per proposal."""
+    for name, group in table.groupby("problem", sort=False):
+        default = group[group["method"] == "dpareto"].set_index("seed")[metric]
+        blocks = [c for c in group.columns if c.startswith("at_floor")]
+        print(f"\n### {name}, {metric}\n")
+        print(f"| method | seeds | {metric} | DPareto − it (95 % CI), p | at the floor, rounds "
+              + " / ".join(c.removeprefix("at_floor_rounds_").replace("_", "–") for c in blocks) + " | s per proposal |")
+        print("|---|---|---|---|---|---|")
+        for method, g in group.groupby("method", sort=False):
+            v = g.set_index("seed")[metric]
+            half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else np.nan
+            if method == "dpareto":
+                diff = "—"
+            else:
+                seeds = default.index.intersection(v.index)
+                mean, lo, hi, p = paired(default[seeds].to_numpy(), v[seeds].to_numpy())
+                diff = f"{mean:+.4f} ({lo:+.4f}, {hi:+.4f}), p = {p:.2g}" + ("" if len(seeds) == len(v) else f" ({len(seeds)} seeds)")
+            floors = " / ".join(f"{g[c].mean():.2f}" for c in blocks)
+            print(f"| {method} | {len(v)} | {v.mean():.4f} ± {half:.4f} | {diff} | {floors} | "
+                  f"{g['seconds_per_proposal'].median():.3g} |")
 
 
 def report(table: pd.DataFrame, metric_settings: MetricSettings, rounds: int) -> None:
