@@ -71,6 +71,7 @@ VARIANTS = {
     "dpareto-exact-hvpoi-region-early16": {"privacy_model": "exact", "acquisition": "hvpoi-region",
                                            "full_refits_first": 16},
     "dpareto-exact-ehvi-error-early16": {"privacy_model": "exact", "acquisition": "ehvi", "full_refits_first": 16},
+    "dpareto-margin": {"floor_margin": 0.01},   # the default with improvement counted from 0.01 below the floor
     "dpareto-exact-ehvi-cap": {"privacy_model": "exact", "acquisition": "ehvi", "utility_cap": "floor"},
 }
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config", "config.yaml")

@@ -256,3 +256,19 @@ def test_the_papers_hvpoi_refuses_settings_it_does_not_have(tmp_path):
     with pytest.raises(ValueError, match="hvpoi"):
         propose(problem, points, 1, Settings(privacy_model="exact", acquisition="hvpoi"), np.random.default_rng(0),
                 context=Context(N_ADULT, 0.24))
+
+
+def test_a_floor_margin_makes_a_point_just_below_the_floor_worth_nothing(monkeypatch):
+    from dptradeoff.bo import propose as propose_module
+    caps = []
+    real = propose_module.region_acquisition
+    monkeypatch.setattr(propose_module, "region_acquisition", lambda s, x, y, cap: caps.append(cap) or real(s, x, y, cap))
+    problem = PROBLEMS["adult-logreg-sgd"].restricted({"epochs": [1, 16]})
+    points = sample(problem, 12, np.random.default_rng(5))
+    points["epsilon"] = [dpsgd.epsilon(N_ADULT, int(r.lot_size), int(r.epochs), float(r.noise), 1e-5) for r in points.itertuples()]
+    points["error"] = np.linspace(0.15, 0.3, 12)
+    settings = Settings.from_config({"candidates": 100, "gp_restarts": 1, "reference": "adaptive", "gp_refit_every": 1,
+                                     "inputs": "log-unit-cube", "privacy_model": "exact", "acquisition": "hvpoi-region",
+                                     "floor_margin": 0.01})
+    propose(problem, points, 1, settings, np.random.default_rng(1), context=Context(N_ADULT, 0.24))
+    assert caps[0] == pytest.approx(np.log(0.23 / 0.77))

@@ -67,6 +67,7 @@ class Settings:
     region: tuple[float, float] = (0.01, 10.0)   # the acquisition's epsilon range (statistics.region)
     utility_noise: str = "learned"  # learned: one noise variance; replications: each point's own (+ a learned floor)
     utility_cap: str = "none"       # floor: errors worse than the utility floor enter the utility GP as the floor
+    floor_margin: float = 0.0       # region acquisitions: improvement counts only below (floor - margin) in error
 
     @classmethod
     def from_config(cls, dpareto: dict, statistics: dict | None = None) -> "Settings":
@@ -78,7 +79,8 @@ class Settings:
                    privacy_model=dpareto.get("privacy_model", cls.privacy_model),
                    acquisition=dpareto.get("acquisition", cls.acquisition), region=region,
                    utility_noise=dpareto.get("utility_noise", cls.utility_noise),
-                   utility_cap=dpareto.get("utility_cap", cls.utility_cap))
+                   utility_cap=dpareto.get("utility_cap", cls.utility_cap),
+                   floor_margin=float(dpareto.get("floor_margin", cls.floor_margin)))
 
     @property
     def paper(self) -> bool:
@@ -315,7 +317,7 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
     free = ~np.asarray(scaler.integer)
     observed = scaler.to_unit(evals[problem.names].to_numpy(dtype=float))
     taken = {tuple(np.round(p, 12)) for p in scaler.from_unit(observed)}
-    cap = float(error_to_gp(context.error_floor if context else 1.0))
+    cap = float(error_to_gp(context.error_floor - settings.floor_margin if context else 1.0))
     front_x = exact_privacy.finite_log(evals["epsilon"].to_numpy(float))
     front_y = utility.predict(observed)[0]
     rows = []
