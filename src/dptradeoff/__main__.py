@@ -36,6 +36,21 @@ def _front(args) -> None:
     front(args)
 
 
+def _compare_runs(args) -> None:
+    from pathlib import Path
+
+    from .compare_runs import compare
+
+    for folder in (args.before, args.after):
+        if not Path(folder).is_dir():
+            raise UserError(f"{folder} is not a folder; give the two working directories the runs wrote into.")
+    compared, differences = compare(Path(args.before), Path(args.after))
+    print("\n".join(differences))
+    print(f"compared {compared} files: " + (f"{len(differences)} differences" if differences else "identical, timing aside"))
+    if differences:
+        raise SystemExit(1)
+
+
 def _run_arguments(p) -> None:
     """The arguments that describe a training run and its accounting (both commands share them)."""
     p.add_argument("--n", type=int, required=True, help="training-set size")
@@ -70,6 +85,11 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=None,
                    help="root seed of the GP fit and the candidate search (default: the config's `seed`, as the query rule)")
     p.set_defaults(func=_front)
+    p = sub.add_parser("compare-runs", help="two runs' results/, tables/ and figures/ compared on their data, timing "
+                                            "columns aside (exit 1 when they differ)")
+    p.add_argument("before", help="the first run's working directory")
+    p.add_argument("after", help="the second run's working directory")
+    p.set_defaults(func=_compare_runs)
     args = parser.parse_args(argv)
     try:
         args.func(args)

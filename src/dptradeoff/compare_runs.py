@@ -1,0 +1,84 @@
+"""Two runs of the pipeline compared on their data (`dptradeoff compare-runs BEFORE AFTER`): every
+file under results/, tables/ and figures/ of one run must exist in the other with the same content,
+timing aside.
+
+- Parquet: the same columns and values, and the same provenance metadata.
+- CSV: the same frame.
+- Markdown: the same text, table cells under a timing header blanked.
+- PDF: the same bytes apart from the creation and modification dates.
+- Anything else: the same bytes.
+
+Timing is any column, metadata key or table header naming seconds, wall time, elapsed time or a
+duration (`TIMING`): it measures the machine, not the result.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+FOLDERS = ("results", "tables", "figures")
+TIMING = re.compile(r"seconds|wall|elapsed|duration|\bs per\b|\btime\b", re.IGNORECASE)
+PDF_DATES = re.compile(rb"/(CreationDate|ModDate) \(D:[^)]*\)")
+
+
+def _files(root: Path) -> set[Path]:
+    return {p.relative_to(root) for folder in FOLDERS if (root / folder).is_dir()
+            for p in (root / folder).rglob("*") if p.is_file() and ".snakemake" not in p.parts}
+
+
+def _untimed_metadata(table) -> dict:
+    raw = (table.schema.metadata or {}).get(b"dptradeoff", b"{}")
+    return {k: v for k, v in json.loads(raw).items() if not TIMING.search(k)}
+
+
+def _same_parquet(a: Path, b: Path) -> bool:
+    ta, tb = pq.read_table(a), pq.read_table(b)
+    keep = lambda t: t.select([c for c in t.column_names if not TIMING.search(c)])  # noqa: E731
+    return keep(ta).equals(keep(tb)) and _untimed_metadata(ta) == _untimed_metadata(tb)
+
+
+def _same_csv(a: Path, b: Path) -> bool:
+    fa, fb = pd.read_csv(a), pd.read_csv(b)
+    keep = lambda f: f[[c for c in f.columns if not TIMING.search(str(c))]]  # noqa: E731
+    return keep(fa).equals(keep(fb))
+
+
+def _untimed_markdown(text: str) -> list[str]:
+    """The lines of a Markdown text with every table cell under a timing header blanked."""
+    out, timed = [], set()
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            out.append(line)
+            timed = set()
+            continue
+        cells = line.strip().strip("|").split("|")
+        if not timed and not set(line) <= set("|-: "):
+            timed = {i for i, cell in enumerate(cells) if TIMING.search(cell)} or {-1}
+        out.append("|".join("" if i in timed else c for i, c in enumerate(cells)))
+    return out
+
+
+def _same(a: Path, b: Path) -> bool:
+    if a.suffix == ".parquet":
+        return _same_parquet(a, b)
+    if a.suffix == ".csv":
+        return _same_csv(a, b)
+    if a.suffix == ".md":
+        return _untimed_markdown(a.read_text()) == _untimed_markdown(b.read_text())
+    if a.suffix == ".pdf":
+        return PDF_DATES.sub(b"", a.read_bytes()) == PDF_DATES.sub(b"", b.read_bytes())
+    return a.read_bytes() == b.read_bytes()
+
+
+def compare(before: Path, after: Path) -> tuple[int, list[str]]:
+    """(files compared, one line per difference)."""
+    files_before, files_after = _files(before), _files(after)
+    differences = [f"only in {before}: {p}" for p in sorted(files_before - files_after)]
+    differences += [f"only in {after}: {p}" for p in sorted(files_after - files_before)]
+    common = sorted(files_before & files_after)
+    differences += [f"differs: {p}" for p in common if not _same(before / p, after / p)]
+    return len(common), differences
