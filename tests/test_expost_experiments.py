@@ -1,4 +1,4 @@
-"""Paper 004's experiments: Fig. 1's curves, the Table 3 building blocks and its table (Tables 1-2:
+"""Paper 004's experiments: Fig. 1's curves, the Table 3 tasks, building blocks and table (Tables 1-2:
 test_expost_threads.py)."""
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dptradeoff.expost import baselines, experiments, ml
+from dptradeoff.expost import baselines, experiments, ml, ml_experiments, ml_tasks
+from dptradeoff.expost.settings import DPSGDGrid
 from dptradeoff.privacy import dpsgd
 
 
@@ -21,7 +22,7 @@ def test_invocation_curves_span_the_figure():
 
 def test_candidates_record_the_epsilon_at_their_noise():
     """Each Table 3 candidate carries its run's epsilon at the calibrated noise (<= its grid epsilon)."""
-    grid = {"eps": [0.2, 0.5], "learning_rate": [0.1], "epochs": [5], "batch_size": [256], "clip": [1.0]}
+    grid = DPSGDGrid(eps=(0.2, 0.5), learning_rate=(0.1,), epochs=(5,), batch_size=(256,), clip=(1.0,))
     cands = ml.candidates(grid, 857, 1e-6)
     assert [c.eps for c in cands] == [0.2, 0.5]
     for c in cands:
@@ -47,7 +48,7 @@ def test_above_threshold_stops_at_a_clear_crossing():
 def test_ml_table_counts_trials_that_stopped():
     frame = pd.DataFrame({"method": ["alg3"] * 3, "trial": [0, 1, 2], "epsilon": [0.3, 0.5, math.inf],
                           "met": [True, True, False], "runs": [3, 4, 50], "spent": [0.3, 0.5, 1.3]})
-    row = experiments.ml_table({"gisette": frame}).iloc[0]
+    row = ml_experiments.ml_table({"gisette": frame}).iloc[0]
     assert row["alg3_epsilon"] == pytest.approx(0.4) and row["alg3_stopped"] == "2/3" and row["alg3_met"] == "2/3"
     # the trial that never released a model spent its budget too
     assert row["alg3_epsilon_spent_all_trials"] == pytest.approx(0.7)
@@ -60,8 +61,8 @@ def test_alg3_trial_charges_thm13_costs_of_what_it_selected():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(300, 4))
     y = (x[:, 0] > 0).astype(float)
-    task = ml.prepare("gisette", x[:200], y[:200], x[200:], y[200:], threshold=0.0, target_bound=1.0)
-    grid = {"eps": [0.5, 1.0], "learning_rate": [0.5], "epochs": [1], "batch_size": [50], "clip": [1.0]}
+    task = ml_tasks.prepare("gisette", x[:200], y[:200], x[200:], y[200:], threshold=0.0, target_bound=1.0)
+    grid = DPSGDGrid(eps=(0.5, 1.0), learning_rate=(0.5,), epochs=(1,), batch_size=(50,), clip=(1.0,))
     cands = ml.candidates(grid, 200, 1e-6)
     alpha, eps_prime, delta = 16.0, 0.1, 1e-6
     eps_rdp = np.array([ml.rdp_curve(c, 200, (alpha,))[0] for c in cands])
@@ -81,7 +82,7 @@ def test_brownian_trial_that_never_stops_spends_its_whole_path():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(300, 4))
     y = (x[:, 0] > 0).astype(float)
-    task = ml.prepare("gisette", x[:200], y[:200], x[200:], y[200:], threshold=1.01, target_bound=1.0)
+    task = ml_tasks.prepare("gisette", x[:200], y[:200], x[200:], y[200:], threshold=1.01, target_bound=1.0)
     grid = np.array([0.1, 0.2, 0.4])
     result = ml.brownian_trial(task, grid, 0.01, 1e-6, 1e-3, 1e-3, rng, {})
     assert not result.met and result.epsilon == math.inf and result.spent == pytest.approx(0.41)
@@ -92,7 +93,8 @@ def test_alg3_trial_charges_a_scripted_sequence_exactly(monkeypatch):
     bottom + cost[0] + bottom + cost[1] in ex-post RDP, then converted by Lemma 7 once."""
     script = iter([(None, None, 0), (0, 0.2, 1), (None, None, 0), (1, 0.9, 2)])
     monkeypatch.setattr(ml, "random_dropping_tuning", lambda *args, **kwargs: next(script))
-    task = ml.TaskData("gisette", np.zeros((2, 1)), np.zeros(2), np.zeros((2, 1)), np.zeros(2), threshold=0.5)
+    task = ml_tasks.TaskData(ml_tasks.TASKS["gisette"], np.zeros((2, 1)), np.zeros(2), np.zeros((2, 1)), np.zeros(2),
+                             threshold=0.5)
     cands = [ml.Candidate(0.5, 0.1, 1, 1, 1.0, 1.0, 0.5), ml.Candidate(1.0, 0.1, 1, 1, 1.0, 0.5, 1.0)]
     costs, bottom, alpha, delta = np.array([0.3, 0.7]), 0.05, 16.0, 1e-6
     result = ml.alg3_trial(task, cands, np.array([0.1, 0.2]), costs, bottom, 0.01, alpha, delta, 10,
@@ -103,7 +105,7 @@ def test_alg3_trial_charges_a_scripted_sequence_exactly(monkeypatch):
 
 def test_table3_candidates_calibrate_by_the_configured_conversion():
     """privacy.conversion reaches Table 3's calibration: classic needs more noise for the same target."""
-    grid = {"eps": [0.5], "learning_rate": [0.1], "epochs": [2], "batch_size": [64], "clip": [1.0]}
+    grid = DPSGDGrid(eps=(0.5,), learning_rate=(0.1,), epochs=(2,), batch_size=(64,), clip=(1.0,))
     (improved,), (classic,) = ml.candidates(grid, 2000, 1e-6), ml.candidates(grid, 2000, 1e-6, "classic")
     assert classic.noise > improved.noise
     assert classic.eps_achieved == dpsgd.epsilon(2000, 64, 2, classic.noise, 1e-6, "classic") <= 0.5

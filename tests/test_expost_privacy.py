@@ -238,7 +238,7 @@ def test_alg3_implementation_samples_the_exact_distribution():
 
 
 def threads_key(o, i):
-    """The order Tables 1-2 use (threads._select): 'accepted' outputs first (here: o >= 2), then the
+    """The order Tables 1-2 use (threads.protocol.select): 'accepted' outputs first (here: o >= 2), then the
     smaller index, then the smaller output - not the paper's lexicographic order."""
     return o >= 2, -i, -o
 

@@ -1,4 +1,4 @@
-"""Paper 004 Tables 1-2 (threads.py): the accept test's sigma, what each method pays, the doubling
+"""Paper 004 Tables 1-2 (the threads package): the accept test's sigma, what each method pays, the doubling
 restart, Alg. 3's dropping (the default drops as Thm 11 requires, the as-published mode never does),
 that no run overspends, the guarantee labels, and the table's shape."""
 from __future__ import annotations
@@ -12,20 +12,30 @@ from scipy import stats
 
 from dptradeoff import UserError
 from dptradeoff.expost import baselines, experiments, threads, tuning
+from dptradeoff.expost.settings import ExpostSettings
+from test_pipeline_all_tiny import TINY
 
-CFG = {"budget": 10.0, "delta": 1e-6, "grid": {"start": 0.001, "ratio": math.sqrt(2)}, "thread_order": "given",
-       "accept_sigma": "laplace_scale",
+CFG = {**TINY["expost"], "budget": 10.0, "delta": 1e-6, "grid": {"start": 0.001, "ratio": math.sqrt(2)},
+       "thread_order": "given", "accept_sigma": "laplace_scale",
        "table1": {"eps_prime": 0.001, "expected_runs": 1.0},
        "table2": {"eps_prime": 0.01, "expected_runs": 0.3, "alpha": 32, "window": 2}}
 
 
+def settings(**overrides) -> ExpostSettings:
+    return ExpostSettings.from_config({**CFG, **overrides})
+
+
 def setting(budget=10.0, accept_sigma="laplace_scale") -> threads.Setting:
-    return threads.Setting.from_config({**CFG, "budget": budget, "accept_sigma": accept_sigma})
+    return settings(budget=budget, accept_sigma=accept_sigma).setting
+
+
+def methods(table, cfg=CFG):
+    return ExpostSettings.from_config(cfg).thread_table(table).methods()
 
 
 def method(table, name, **overrides):
     cfg = {**CFG, table: {**CFG[table], **overrides}}
-    return next(m for m in threads.methods(table, cfg) if m.name == name)
+    return next(m for m in methods(table, cfg) if m.name == name)
 
 
 def test_acceptance_check_is_the_papers():
@@ -205,7 +215,7 @@ def test_runs_never_overspend(table):
                "table2": {"brownian": s.rho, "doubling": s.rho, "alg3": 5.0 - math.log(1e6) / 31,
                           "alg3_as_published": 5.0 - math.log(1e6) / 99}}[table]
     counts = np.array([6000, 3500, 2000, 1200, 800, 400, 100, 30, 10])
-    for m in threads.methods(table, CFG):
+    for m in methods(table):
         for seed in range(3):
             out = m.run(counts, s, np.random.default_rng(seed))
             assert out.spent <= budgets[m.name] * (1 + 1e-12), m.name
@@ -218,7 +228,7 @@ def test_more_users_mean_more_answers():
     small = np.array([60, 40, 30, 20, 10])
     large = small * 20
     s = setting()
-    for m in threads.methods("table1", CFG):
+    for m in methods("table1"):
         a = np.mean([m.run(small, s, rng).answers for _ in range(5)])
         b = np.mean([m.run(large, s, rng).answers for _ in range(5)])
         assert b >= a, m.name
@@ -226,11 +236,12 @@ def test_more_users_mean_more_answers():
 
 def test_thread_orders():
     counts = np.array([3, 50, 7, 900])
-    assert threads.order_threads(counts, "given", np.random.default_rng(0)).tolist() == [3, 50, 7, 900]
-    assert threads.order_threads(counts, "by_count", np.random.default_rng(0)).tolist() == [900, 50, 7, 3]
-    shuffled = threads.order_threads(counts, "random", np.random.default_rng(0))
+    orders = threads.THREAD_ORDERS
+    assert orders["given"].order(counts, np.random.default_rng(0)).tolist() == [3, 50, 7, 900]
+    assert orders["by_count"].order(counts, np.random.default_rng(0)).tolist() == [900, 50, 7, 3]
+    shuffled = orders["random"].order(counts, np.random.default_rng(0))
     assert sorted(shuffled.tolist()) == [3, 7, 50, 900]
-    assert shuffled.tolist() == threads.order_threads(counts, "random", np.random.default_rng(0)).tolist()
+    assert shuffled.tolist() == orders["random"].order(counts, np.random.default_rng(0)).tolist()
     # the runs take the threads in the order given: a tiny first thread ends doubling's run at once
     first_small = method("table1", "doubling").run(np.array([1, 10**6, 10**6]), setting(), np.random.default_rng(0))
     assert first_small.answers == 0
@@ -240,28 +251,29 @@ def test_guarantee_labels():
     """Every method states what its numbers guarantee; the as-published modes say they guarantee nothing;
     an order that reads the true counts makes every guarantee conditional."""
     for table in ("table1", "table2"):
-        labels = experiments.guarantees(table, CFG)
+        labels = experiments.guarantees(settings().thread_table(table), settings())
         assert list(labels) == NAMES[table]
         assert labels["alg3_as_published"].startswith("NONE") and "not a guarantee" in labels["alg3_as_published"]
         for name in NAMES[table][:-1]:
             assert labels[name].startswith("10-DP" if table == "table1" else "(10, 1e-06)-DP"), labels[name]
             assert "public" not in labels[name]
-        ranked = experiments.guarantees(table, {**CFG, "thread_order": "by_count"})
+        ranked_settings = settings(thread_order="by_count")
+        ranked = experiments.guarantees(ranked_settings.thread_table(table), ranked_settings)
         assert all("ranking of the threads by count is public" in ranked[n] for n in NAMES[table][:-1])
         assert "public" not in ranked["alg3_as_published"]
-    assert "rho = 1.353" in experiments.guarantees("table2", CFG)["brownian"]
+    assert "rho = 1.353" in experiments.guarantees(settings().table2, settings())["brownian"]
 
 
 def test_unknown_method_is_refused():
     with pytest.raises(UserError, match="expost.table1.methods"):
-        threads.methods("table1", {**CFG, "table1": {**CFG["table1"], "methods": ["doubling", "brownian"]}})
+        methods("table1", {**CFG, "table1": {**CFG["table1"], "methods": ["doubling", "brownian"]}})
 
 
 def test_thread_table_is_one_row_per_method_with_the_papers_values_and_the_guarantee():
     frame = pd.DataFrame({"method": ["doubling"] * 2 + ["alg3"] * 2 + ["alg3_as_published"] * 2, "trial": [0, 1] * 3,
                           "answers": [14, 16, 20, 22, 20, 21], "correct": [13, 15, 18, 20, 18, 19],
                           "precision": [13 / 14, 15 / 16, 0.9, 20 / 22, 0.9, 19 / 21], "spent": [10.0] * 6})
-    table = experiments.thread_table({"S8000": frame}, "table1", CFG).set_index("method")
+    table = experiments.thread_table({"S8000": frame}, settings().table1, settings()).set_index("method")
     assert table.loc["doubling", "answers"] == 15 and table.loc["doubling", "answers_sd"] == 1
     assert table.loc["doubling", "answers_within_paper_sd"]          # 15 vs 14.77 +- 0.47
     assert table.loc["alg3", "paper_answers"] == table.loc["alg3_as_published", "paper_answers"] == 20.37

@@ -11,6 +11,7 @@ from dptradeoff import config as configuration
 from dptradeoff.plots import proposetest_taylor
 from dptradeoff.taylor import estimate, experiments, objective_perturbation as op
 from dptradeoff.taylor.experiments import Reading
+from dptradeoff.taylor.settings import TaylorSettings
 from conftest import REPO
 
 
@@ -218,9 +219,9 @@ def test_default_reading_is_the_exact_minimiser_with_dp_noise(configfile, monkey
     first = taylor["readings"][0]
     assert (first["name"], first["solver"], first["noise"]) == ("default", "exact", "dp")
     assert taylor["fig2"]["reading"] == "default"
-    default = experiments.reading(taylor, "default")
+    default = TaylorSettings.from_config(taylor).reading("default")
     assert isinstance(default.solver, op.Exact) and default.guarantee.startswith("eps-DP")
-    paper = experiments.reading(taylor, "paper")
+    paper = TaylorSettings.from_config(taylor).reading("paper")
     assert isinstance(paper.solver, op.MinibatchSGD) and paper.solver.steps(8000) == 16_000
     assert paper.noise.name == "as_published"
 
@@ -267,9 +268,9 @@ class _CountingNoise:
 
 def _small_measure(solver, noise, repeats=2):
     x, y, _ = problem(n=150, d=4, seed=6)
-    cfg = {"c": 0.25, "lambda": 0.01, "repeats": repeats}
     how = Reading("r", solver, noise)
-    return how, experiments.measure(x, y, "logistic", how, cfg, [0.1, 0.2, 0.3, 0.5], [0.2, 0.4], ("test", 1))
+    return how, experiments.measure(x, y, "logistic", how, c=0.25, lam=0.01, repeats=repeats,
+                                    targets=[0.1, 0.2, 0.3, 0.5], measuring=[0.2, 0.4], seed_parts=("test", 1))
 
 
 @pytest.mark.parametrize("solver", [op.Exact(), op.MinibatchSGD(5, 0.5, 40)], ids=["exact", "sgd"])

@@ -1,4 +1,5 @@
-"""Atomic file writes and Parquet tables that carry their provenance in the file metadata."""
+"""Atomic file writes and Parquet tables that carry their provenance in the file metadata: design
+matrices (`matrix_table`, `read_matrix`) and data frames (`write_frame`, `read_frame`, `concat`)."""
 from __future__ import annotations
 
 import contextlib
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -124,3 +126,19 @@ def read_matrix(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     d = col.type.list_size
     x = col.flatten().to_numpy(zero_copy_only=False).reshape(-1, d)
     return x, table.column("y").to_numpy()
+
+
+def write_frame(frame: pd.DataFrame, path: str | os.PathLike, provenance: dict) -> None:
+    write_table(pa.Table.from_pandas(frame, preserve_index=False), path, provenance)
+
+
+def read_frame(path: str | os.PathLike) -> pd.DataFrame:
+    return read_parquet(path).to_pandas()
+
+
+def concat(paths: list[str], out: str, provenance: dict | None = None) -> pd.DataFrame:
+    """Concatenate tables (in the given order) into `out`, keeping the first file's provenance."""
+    frame = pd.concat([read_frame(p) for p in paths], ignore_index=True)
+    meta = {**read_provenance(paths[0]), **(provenance or {})} if paths else dict(provenance or {})
+    write_frame(frame, out, meta)
+    return frame

@@ -1,7 +1,8 @@
+from dptradeoff.expost.settings import Fig1Settings
+from dptradeoff.io import read_frame
 from dptradeoff.plots.expost import fig1
-from dptradeoff.problems.tables import read_frame
 from dptradeoff.workflow_support import rule_context
 
 with rule_context(snakemake):
-    f = snakemake.params.fig1
-    fig1(read_frame(snakemake.input[0]), f["eps"], f["eps_prime"], snakemake.output[0], snakemake.params.config_label)
+    settings = Fig1Settings(**snakemake.params.fig1)
+    fig1(read_frame(snakemake.input[0]), settings.eps, settings.eps_prime, snakemake.output[0], snakemake.params.config_label)

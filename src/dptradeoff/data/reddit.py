@@ -17,8 +17,10 @@ from collections import defaultdict
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from .. import UserError
+from .dataset import Dataset, Table
 
 log = logging.getLogger(__name__)
 
@@ -55,3 +57,24 @@ def power_law_histogram(samples: int, threads: int, exponent: float, rng: np.ran
     draws = rng.choice(support, size=samples, p=p / p.sum())
     counts = np.bincount(draws, minlength=threads + 1)[1:]
     return pd.DataFrame({"subreddit": [f"thread_{i}" for i in support], "authors": counts.astype(np.int64)})
+
+
+class Reddit(Dataset):
+    """Not a design matrix: the histogram of unique authors per thread (paper 004 Tables 1-2)."""
+    name = "reddit"
+    outputs = ("histogram",)
+    embedded_label = "embedded: synthetic power-law histogram, not the real Reddit corpus"
+
+    def tables(self, settings, files, rng):
+        if settings.real:
+            (corpus,) = files.values()
+            histogram = histogram_from_zip(corpus)
+            origin = "webis-tldr-17 corpus-webis-tldr-17.zip (Zenodo 1043504)"
+        else:
+            s = settings.synthetic
+            histogram = power_law_histogram(s.samples, s.threads, s.exponent, rng)
+            origin = (f"embedded: synthetic power-law histogram (paper 004 §6.1), {s.samples} samples, "
+                      f"density ∝ x^{s.exponent} on [{s.threads}]")
+        return {"histogram": Table(pa.Table.from_pandas(histogram, preserve_index=False),
+                                   {"split": "histogram", "origin": origin,
+                                    "total_authors": int(histogram["authors"].sum())})}

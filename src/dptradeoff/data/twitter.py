@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 
 from .. import UserError
+from .dataset import SplitDataset, seeded_split
+from .sources import TWITTER_MEMBER, file_specs
 
 N_FEATURES = 77
 
@@ -38,3 +40,27 @@ def synthetic(rows: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarr
 
 def preprocess(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.log1p(x).astype(np.float32), np.log1p(y).astype(np.float32)
+
+
+class Twitter(SplitDataset):
+    name = "twitter"
+    embedded_label = "embedded: synthetic Twitter-like set, not the real Buzz data"
+
+    def raw_inputs(self, settings):
+        if settings.real:
+            file_specs(self.name, settings.files)   # refuses overrides of files twitter does not have
+            return [f"resources/raw/twitter/{TWITTER_MEMBER}"]   # extracted from regression.tar.gz by its own rule
+        return []
+
+    def load(self, settings, files, rng):
+        if settings.real:
+            x, y = parse(files["Twitter.data"].read_bytes(), "Twitter.data")
+            origin = "UCI Buzz in social media, regression/Twitter/Twitter.data"
+        else:
+            x, y = synthetic(settings.synthetic_rows, rng)
+            origin = f"embedded: synthetic Twitter-like regression set, {settings.synthetic_rows} rows of 77 heavy-tailed counts"
+        total = len(y)
+        take = np.sort(rng.permutation(total)[: min(settings.subsample, total)])
+        x, y = preprocess(x[take], y[take])
+        return (seeded_split(x, y, settings.test_fraction, rng), None, origin,
+                {"rows_before_subsample": total, "transform": "x -> log1p(x), y -> log1p(y)"})

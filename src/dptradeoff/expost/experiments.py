@@ -1,45 +1,22 @@
-"""Paper 004's experiments as tables of numbers: Fig. 1's invocation statistics, the per-trial
-results behind Tables 1-3, and the tables themselves (our mean +- std beside the paper's)."""
+"""Paper 004's Fig. 1 and Tables 1-2 as tables of numbers: the invocation statistics, the per-trial
+results of every method on each row (a synthetic draw or the Reddit histogram), and the tables
+themselves (our mean +- std beside the paper's) with their notes. Table 3: ml_experiments.py."""
 from __future__ import annotations
 
-import math
-from typing import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ..io import read_matrix, read_provenance
+from ..data.reddit import power_law_histogram
+from ..io import read_frame, read_provenance
 from ..seeds import rng as make_rng
-from . import ml, threads
 from .distributions import alg3_invocations, tnb_gamma, tnb_moments
-from .tuning import rdp_cost
-
-# The paper's Tables 1-3 (mean, std), for side-by-side comparison.
-PAPER_TABLE1 = {  # row: {method: (precision, sd, answers, sd)}
-    "S8000": {"doubling": (0.911, 0.07, 14.77, 0.47), "noise_reduction": (0.999, 0.02, 2.22, 1.45), "alg3": (0.912, 0.06, 20.37, 0.52)},
-    "S16000": {"doubling": (0.912, 0.06, 22.47, 0.54), "noise_reduction": (0.999, 0.02, 4.47, 2.22), "alg3": (0.911, 0.05, 30.63, 0.57)},
-    "S32000": {"doubling": (0.910, 0.05, 33.96, 0.56), "noise_reduction": (0.998, 0.12, 8.12, 3.29), "alg3": (0.905, 0.04, 45.74, 0.63)},
-    "S64000": {"doubling": (0.909, 0.04, 50.90, 0.61), "noise_reduction": (0.998, 1.72, 15.14, 5.25), "alg3": (0.911, 0.03, 68.39, 0.73)},
-    "S128000": {"doubling": (0.909, 0.03, 76.09, 0.74), "noise_reduction": (0.997, 0.01, 27.68, 9.15), "alg3": (0.912, 0.03, 102.1, 0.88)},
-    "Reddit": {"doubling": (0.911, 0.02, 279.7, 1.10), "noise_reduction": (0.992, 0.01, 207.2, 42.1), "alg3": (0.922, 0.01, 327.5, 13.9)},
-}
-PAPER_TABLE2 = {
-    "S8000": {"brownian": (0.974, 0.03, 28.63, 0.74), "doubling": (0.969, 0.05, 17.20, 0.57), "alg3": (0.970, 0.09, 6.694, 0.46)},
-    "S16000": {"brownian": (0.973, 0.02, 50.44, 0.89), "doubling": (0.971, 0.03, 30.75, 0.65), "alg3": (0.972, 0.05, 11.97, 0.33)},
-    "S32000": {"brownian": (0.974, 0.02, 88.58, 1.01), "doubling": (0.973, 0.02, 54.74, 0.80), "alg3": (0.971, 0.04, 20.61, 0.51)},
-    "S64000": {"brownian": (0.975, 0.01, 154.8, 1.29), "doubling": (0.974, 0.02, 96.95, 1.01), "alg3": (0.973, 0.03, 33.84, 0.63)},
-    "S128000": {"brownian": (0.977, 0.01, 269.7, 1.50), "doubling": (0.980, 0.01, 173.6, 1.23), "alg3": (0.970, 0.03, 52.33, 1.17)},
-}
-PAPER_TABLE3 = {"twitter": {"brownian": 0.77, "doubling": 0.55, "alg3": 0.28},
-                "mnist": {"brownian": 0.62, "doubling": 0.38, "alg3": 0.32},
-                "gisette": {"brownian": 0.33, "doubling": 0.54, "alg3": 0.23}}
-
-
-def synthetic_row(samples: int) -> str:
-    return f"S{samples}"
-
+from .settings import ExpostSettings, SyntheticThreads
+from .threads import ThreadTable
 
 # --- Fig. 1 ----------------------------------------------------------------------------------------
+
 
 def invocation_curves(eps: float, eps_prime: float, max_mean: float, points: int = 60) -> pd.DataFrame:
     """Std vs mean of the number of runs: Alg. 3 (Thm 11, geometric dropping) with d copies of one
@@ -57,49 +34,90 @@ def invocation_curves(eps: float, eps_prime: float, max_mean: float, points: int
 
 # --- Tables 1-2 ------------------------------------------------------------------------------------
 
-def thread_trials(counts_of_trial: Callable[[int], np.ndarray], table: str, cfg: dict, trials: int,
-                  seed_parts: tuple) -> pd.DataFrame:
-    """Per-trial answers and precision of every method of `table` ("table1" pure DP, "table2" approximate).
+@dataclass(frozen=True)
+class SyntheticRow:
+    """A row `S<samples>`: a fresh draw of the synthetic power law per trial."""
+    name: str
+    law: SyntheticThreads
+    seed: int
 
-    `counts_of_trial(trial)` gives the thread counts of a trial (a fresh synthetic draw per trial,
-    or the same histogram); every method of a trial sees the same counts in the same order."""
-    setting = threads.Setting.from_config(cfg)
-    methods = threads.methods(table, cfg)
+    @property
+    def samples(self) -> int:
+        return int(self.name[1:])
+
+    @property
+    def threads(self) -> int:
+        return self.law.threads
+
+    @property
+    def source(self) -> str:
+        return (f"synthetic: {self.samples} samples of the power law x^{self.law.exponent} on [{self.threads}], "
+                f"a fresh draw per trial")
+
+    def counts(self, trial: int) -> np.ndarray:
+        draw = make_rng(self.seed, "expost", self.name, "draw", trial)
+        return power_law_histogram(self.samples, self.threads, self.law.exponent, draw)["authors"].to_numpy()
+
+
+@dataclass(frozen=True)
+class HistogramRow:
+    """The row `Reddit`: the same histogram (results/data/reddit) in every trial."""
+    name: str
+    histogram: np.ndarray
+    source: str
+
+    @property
+    def threads(self) -> int:
+        return len(self.histogram)
+
+    def counts(self, trial: int) -> np.ndarray:
+        return self.histogram
+
+
+def thread_row(name: str, settings: ExpostSettings, seed: int, histogram_path: str | None = None):
+    """The row `name` of Tables 1-2: "Reddit" (the histogram at `histogram_path`) or "S<samples>"."""
+    if name == "Reddit":
+        return HistogramRow(name, read_frame(histogram_path)["authors"].to_numpy(),
+                            read_provenance(histogram_path).get("source_label", "unknown"))
+    return SyntheticRow(name, settings.synthetic, seed)
+
+
+def thread_trials(row, table: ThreadTable, settings: ExpostSettings, seed_parts: tuple) -> pd.DataFrame:
+    """Per-trial answers and precision of every method of `table` on `row` (`settings.trials` trials);
+    every method of a trial sees the same counts in the same order."""
+    setting = settings.setting
+    methods = table.methods()
     rows = []
-    for trial in range(trials):
-        ordered = threads.order_threads(counts_of_trial(trial), cfg["thread_order"],
-                                        make_rng(*seed_parts, "thread_order", trial))
+    for trial in range(settings.trials):
+        ordered = settings.thread_order.order(row.counts(trial), make_rng(*seed_parts, "thread_order", trial))
         for method in methods:
-            out = method.run(ordered, setting, make_rng(*seed_parts, table, method.name, trial))
+            out = method.run(ordered, setting, make_rng(*seed_parts, table.name, method.name, trial))
             rows.append({"method": method.name, "trial": trial, "answers": out.answers, "correct": out.correct,
                          "precision": out.precision, "spent": out.spent})
     return pd.DataFrame(rows)
 
 
-def guarantees(table: str, cfg: dict) -> dict[str, str]:
+def guarantees(table: ThreadTable, settings: ExpostSettings) -> dict[str, str]:
     """What each method's numbers guarantee, as printed beside them. An order that reads the true counts
     (`by_count`) makes every guarantee conditional on that ranking being public."""
-    setting = threads.Setting.from_config(cfg)
-    condition = ("; only if the ranking of the threads by count is public, and only for neighbours that keep it "
-                 "(thread_order by_count reads the true counts; without such a public ranking these numbers are NOT "
-                 "covered by the stated budget)" if cfg["thread_order"] == "by_count" else "")
+    setting = settings.setting
+    condition = settings.thread_order.condition
     return {m.name: m.guarantee(setting) + ("" if m.guarantee(setting).startswith("NONE") else condition)
-            for m in threads.methods(table, cfg)}
+            for m in table.methods()}
 
 
-def thread_table(frames: dict[str, pd.DataFrame], table: str, cfg: dict) -> pd.DataFrame:
+def thread_table(frames: dict[str, pd.DataFrame], table: ThreadTable, settings: ExpostSettings) -> pd.DataFrame:
     """One row per dataset and method: our precision and answers (mean, sd over trials), what they
     guarantee, and the paper's values for that method (for an `*_as_published` mode: the paper's
     column it reproduces)."""
-    paper = PAPER_TABLE1 if table == "table1" else PAPER_TABLE2
-    labels = guarantees(table, cfg)
+    labels = guarantees(table, settings)
     out = []
     for row, frame in frames.items():
         for method, g in frame.groupby("method", sort=False):
             record = {"dataset": row, "method": method, "guarantee": labels[method],
                       "precision": g["precision"].mean(), "precision_sd": g["precision"].std(ddof=0),
                       "answers": g["answers"].mean(), "answers_sd": g["answers"].std(ddof=0)}
-            published = paper.get(row, {}).get(method.removesuffix("_as_published"))
+            published = table.published.get(row, {}).get(method.removesuffix("_as_published"))
             if published is not None:
                 record.update(zip(("paper_precision", "paper_precision_sd", "paper_answers", "paper_answers_sd"),
                                   published))
@@ -108,70 +126,20 @@ def thread_table(frames: dict[str, pd.DataFrame], table: str, cfg: dict) -> pd.D
     return pd.DataFrame(out)
 
 
-# --- Table 3 ---------------------------------------------------------------------------------------
-
-def load_task(dataset: str, train_path: str, test_path: str, table3: dict) -> tuple[ml.TaskData, dict]:
-    """The prepared task and the provenance every Table 3 file carries."""
-    task = ml.prepare(dataset, *read_matrix(train_path), *read_matrix(test_path), table3["thresholds"][dataset],
-                      table3["twitter_target_bound"], table3.get("mnist_model") if dataset == "mnist" else None)
-    meta = {"dataset": dataset, "source_label": read_provenance(train_path).get("source_label", "unknown"),
-            "threshold": table3["thresholds"][dataset], "model": task.model}
-    return task, meta
-
-
-def ml_candidates(task: ml.TaskData, grid: dict, alpha: float, eps_prime: float, delta: float,
-                  conversion: str = "dp_accounting") -> pd.DataFrame:
-    """The calibrated DP-SGD grid (noise calibrated by `conversion`), each candidate's RDP at alpha,
-    and Thm 13's ex-post cost."""
-    n = len(task.x_train)
-    cands = ml.candidates(grid, n, delta, conversion)
-    eps_rdp = np.array([ml.rdp_curve(c, n, (alpha,))[0] for c in cands])
-    costs, bottom = rdp_cost(eps_rdp, eps_prime, alpha)
-    frame = pd.DataFrame([vars(c) for c in cands])
-    frame["rdp_at_alpha"], frame["expost_rdp"] = eps_rdp, costs
-    frame["bottom_rdp"] = bottom   # bottom's ex-post RDP (the same for every row)
-    return frame
+def thread_table_report(frames: dict[str, pd.DataFrame], sources: dict[str, str], table: ThreadTable,
+                        settings: ExpostSettings, config_label: str) -> tuple[pd.DataFrame, str]:
+    """Table 1 or 2 from its rows' trials (`frames`) and data sources (`sources`), both by row, with
+    each row's source and trial count; and its note."""
+    frame = thread_table(frames, table, settings)
+    frame.insert(1, "source", frame["dataset"].map(sources))
+    frame.insert(2, "trials", frame["dataset"].map({row: int(f["trial"].nunique()) for row, f in frames.items()}))
+    return frame, thread_table_note(table, settings, config_label)
 
 
-def ml_trials(task: ml.TaskData, candidates: pd.DataFrame, bottom: float, cfg: dict, trials: int,
-              seed_parts: tuple) -> pd.DataFrame:
-    t3 = cfg["table3"]
-    n = len(task.x_train)
-    cands = [ml.Candidate(r.eps, r.learning_rate, int(r.epochs), int(r.batch_size), r.clip, r.noise, r.eps_achieved)
-             for r in candidates.itertuples()]
-    eps_rdp, costs = candidates["rdp_at_alpha"].to_numpy(), candidates["expost_rdp"].to_numpy()
-    b = t3["brownian"]
-    theta_cache: dict = {}
-    rows = []
-    for trial in range(trials):
-        results = {
-            "brownian": ml.brownian_trial(task, np.asarray(b["eps"], dtype=float), b["above_threshold_eps"], cfg["delta"],
-                                          b["ridge"], b["gamma"], make_rng(*seed_parts, "brownian", trial), theta_cache),
-            "doubling": ml.doubling_trial(task, cands, n, t3["doubling"]["budgets"], t3["doubling"]["eta"],
-                                          t3["doubling"]["mean_runs"], t3["alpha"], cfg["delta"],
-                                          make_rng(*seed_parts, "doubling", trial)),
-            "alg3": ml.alg3_trial(task, cands, eps_rdp, costs, bottom, t3["eps_prime"], t3["alpha"], cfg["delta"],
-                                  t3["max_attempts"], make_rng(*seed_parts, "alg3", trial)),
-        }
-        for method, r in results.items():
-            rows.append({"method": method, "trial": trial, "epsilon": r.epsilon, "met": r.met, "runs": r.runs,
-                         "spent": r.spent})
-    return pd.DataFrame(rows)
-
-
-def ml_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    out = []
-    for dataset, frame in frames.items():
-        record = {"dataset": dataset}
-        for method, g in frame.groupby("method", sort=False):
-            finite = g["epsilon"][np.isfinite(g["epsilon"])]
-            record[f"{method}_epsilon"] = finite.mean() if len(finite) else math.inf
-            record[f"{method}_epsilon_sd"] = finite.std(ddof=0) if len(finite) else math.nan
-            # every trial spent budget, including those that never released a model
-            record[f"{method}_epsilon_spent_all_trials"] = g["spent"].mean()
-            record[f"{method}_stopped"] = f"{len(finite)}/{len(g)}"
-            record[f"{method}_met"] = f"{int(g['met'].sum())}/{len(g)}"
-        for method, value in PAPER_TABLE3.get(dataset, {}).items():
-            record[f"paper_{method}_epsilon"] = value
-        out.append(record)
-    return pd.DataFrame(out)
+def thread_table_note(table: ThreadTable, settings: ExpostSettings, config_label: str) -> str:
+    return (f"Paper 004 {table.title}: {table.describe(settings.budget, settings.delta)}; levels eps_i = "
+            f"{settings.grid.start} * {settings.grid.ratio:.4f}^i; the accept test's sigma for Laplace noise is the "
+            f"{settings.accept_sigma.replace('_', ' ')}; threads in {settings.thread_order.note}; "
+            f"precision = fraction of produced answers within 10% of the truth; mean and sd over trials; the guarantee "
+            f"column says what each method's numbers are worth (NONE = reproduces the paper, no guarantee); paper_* "
+            f"= the paper's values for that method. Config: {config_label}.")

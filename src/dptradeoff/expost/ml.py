@@ -1,11 +1,5 @@
 """Paper 004 §6.2 / Table 3: the smallest ex-post (eps, 1e-6) at which a model meets a utility bar.
-
-Tasks (datasets under results/data): Twitter linear regression (test MSE <= 0.05, target scaled
-by a public bound into [0, 1], rows clipped to norm 1), MNIST (test accuracy >= 0.6; DP-SGD on
-the network `expost.table3.mnist_model` names: mlp2, 784-128-64-10, or the paper's CNN, PyTorch's
-Basic MNIST Example, train/cnn.py), Gisette (test accuracy >= 0.4; logistic
-regression on unit-norm rows). The test split is treated as public, as paper 004's footnote 5
-allows.
+The tasks (data, bar, models, the Brownian method's statistic) are ml_tasks.py's.
 
 Methods:
 - Brownian + AboveThreshold (Whitehouse et al. 2022 / Wu et al. 2019): one non-private estimate
@@ -34,63 +28,15 @@ import numpy as np
 
 from .. import UserError
 from ..privacy import dpsgd
-from ..train import linear, outpert
 from ..train.hyper import DPSGDHyper
 from .baselines import brownian_epsilon, papernot_steinke_rdp
 from .distributions import sample_tnb, tnb_gamma
 from .filter import rdp_to_dp
+from .ml_tasks import TaskData
+from .settings import DPSGDGrid
 from .tuning import random_dropping_tuning
 
 log = logging.getLogger(__name__)
-
-TASKS = {
-    # dataset: (default model, utility, direction of the bar)
-    "twitter": ("linear-squared", "mse", "at_most"),
-    "mnist": ("mlp2", "accuracy", "at_least"),
-    "gisette": ("linear-logistic", "accuracy", "at_least"),
-}
-MODELS = {"twitter": ("linear-squared",), "mnist": ("mlp2", "cnn"), "gisette": ("linear-logistic",)}   # the choices
-
-
-@dataclass
-class TaskData:
-    dataset: str
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-    threshold: float
-    model: str = ""   # one of MODELS[dataset]; "" = the dataset's default (TASKS)
-
-    def __post_init__(self):
-        self.model = self.model or TASKS[self.dataset][0]
-
-    def meets(self, utility: float) -> bool:
-        return utility <= self.threshold if TASKS[self.dataset][2] == "at_most" else utility >= self.threshold
-
-    def score(self, utility: float) -> float:
-        """Larger is better."""
-        return -utility if TASKS[self.dataset][2] == "at_most" else utility
-
-
-def prepare(dataset: str, x_train, y_train, x_test, y_test, threshold: float, target_bound: float,
-            model: str | None = None) -> TaskData:
-    if dataset not in TASKS:
-        raise UserError(f"Table 3 has no task for dataset {dataset!r}; use one of {', '.join(TASKS)}.")
-    model = model or TASKS[dataset][0]
-    if model not in MODELS[dataset]:
-        raise UserError(f"Table 3 trains no model {model!r} on {dataset}; use one of {', '.join(MODELS[dataset])}.")
-    if dataset == "twitter":
-        def rows(x):
-            return x / np.maximum(1.0, np.linalg.norm(x, axis=1, keepdims=True))
-        x_train, x_test = rows(x_train), rows(x_test)
-        y_train = np.clip(y_train / target_bound, 0.0, 1.0)
-        y_test = np.clip(y_test / target_bound, 0.0, 1.0)
-    elif dataset == "gisette":
-        x_train, x_test = outpert.normalise(x_train)[:, :-1], outpert.normalise(x_test)[:, :-1]
-        y_train, y_test = 2.0 * y_train - 1.0, 2.0 * y_test - 1.0
-    return TaskData(dataset, np.asarray(x_train, dtype=np.float64), np.asarray(y_train), np.asarray(x_test, dtype=np.float64),
-                    np.asarray(y_test), threshold, model)
 
 
 # --- DP-SGD candidates ---------------------------------------------------------------------------
@@ -115,11 +61,11 @@ def calibrate_noise(n: int, batch_size: int, epochs: int, eps: float, delta: flo
     return dpsgd.calibrate_noise(n, batch_size, epochs, eps, delta, conversion)
 
 
-def candidates(grid: dict, n: int, delta: float, conversion: str = "dp_accounting") -> list[Candidate]:
-    batch_sizes = [min(b, n) for b in grid["batch_size"]]
+def candidates(grid: DPSGDGrid, n: int, delta: float, conversion: str = "dp_accounting") -> list[Candidate]:
+    batch_sizes = [min(b, n) for b in grid.batch_size]
     out = []
-    for eps, lr, epochs, batch, clip in itertools.product(grid["eps"], grid["learning_rate"], grid["epochs"],
-                                                          sorted(set(batch_sizes)), grid["clip"]):
+    for eps, lr, epochs, batch, clip in itertools.product(grid.eps, grid.learning_rate, grid.epochs,
+                                                          sorted(set(batch_sizes)), grid.clip):
         calibration = calibrate_noise(n, int(batch), int(epochs), float(eps), delta, conversion)
         if calibration is None:
             log.warning("No noise multiplier <= %g makes DP-SGD (n=%d, m=%d, %d epochs) %g-DP; candidate dropped.",
@@ -138,20 +84,7 @@ def rdp_curve(c: Candidate, n: int, orders=dpsgd.ORDERS) -> np.ndarray:
 
 def train_and_score(task: TaskData, c: Candidate, rng: np.random.Generator) -> float:
     """Test utility of one DP-SGD run."""
-    if task.model == "mlp2":
-        from ..train import mlp  # torch only where needed
-        params = mlp.train(task.x_train, task.y_train, "mlp2", "sgd", c.hyper(), int(rng.integers(2**31)))
-        return mlp.accuracy(params, task.x_test, task.y_test)
-    if task.model == "cnn":
-        from ..train import cnn  # the same lots, steps and noise as mlp.train: `rdp_curve` accounts for both
-        model = cnn.train(task.x_train, task.y_train, c.hyper(), int(rng.integers(2**31)))
-        return cnn.accuracy(model, task.x_test, task.y_test)
-    loss = "squared" if task.model == "linear-squared" else "logistic"
-    w = linear.train(task.x_train, task.y_train, loss, "sgd", c.hyper(), 1, rng)
-    if loss == "squared":
-        pred = np.clip(linear.with_bias(task.x_test) @ w[0], 0.0, 1.0)
-        return float(np.mean((pred - task.y_test) ** 2))
-    return float(linear.accuracy(w, task.x_test, task.y_test)[0])
+    return task.model.score(task, c.hyper(), rng)
 
 
 # --- the three methods ---------------------------------------------------------------------------
@@ -238,48 +171,18 @@ def brownian_trial(task: TaskData, eps_grid: np.ndarray, eps_at: float, delta: f
     """Brownian noise reduction of one statistic + AboveThreshold on the training utility."""
     n = len(task.x_train)
     if "theta" not in theta_cache:
-        theta_cache["theta"], theta_cache["sensitivity"] = _statistic(task, ridge, gamma, rng)
+        theta_cache["theta"], theta_cache["sensitivity"] = task.task.statistic(task, gamma, rng)
     theta, sens = theta_cache["theta"], theta_cache["sensitivity"]
     times, boundary = brownian_times(np.asarray(eps_grid, dtype=float), delta)
     w = np.cumsum(rng.normal(0.0, 1.0, size=(len(times), theta.size)) * np.sqrt(np.diff(np.concatenate([[0.0], times])))[:, None], axis=0)
-    train_utility = [_utility_of(task, theta + sens * w[j] / t, ridge, train=True) for j, t in enumerate(times)]
+    train_utility = [task.task.released_utility(task, theta + sens * w[j] / t, ridge, train=True)
+                     for j, t in enumerate(times)]
     # AboveThreshold on the score (larger is better) against the bar; utilities have sensitivity 1/n
     # (MSE with predictions clipped to [0, 1], accuracy).
     stop = above_threshold_stop(np.array([task.score(u) for u in train_utility]), task.score(task.threshold), 1.0 / n,
                                 eps_at, rng)
     if stop is None:   # every release was made: the path's last epsilon plus AboveThreshold's
         return TrialResult(math.inf, False, len(times), float(eps_grid[-1]) + eps_at)
-    met = task.meets(_utility_of(task, theta + sens * w[stop] / times[stop], ridge, train=False))
+    met = task.meets(task.task.released_utility(task, theta + sens * w[stop] / times[stop], ridge, train=False))
     eps = float(eps_grid[stop]) + eps_at
     return TrialResult(eps, met, len(times), eps)
-
-
-def _statistic(task: TaskData, ridge: float, gamma: float, rng: np.random.Generator) -> tuple[np.ndarray, float]:
-    """(theta, replace-one L2 sensitivity): sufficient statistics for Twitter, bolt-on PSGD weights otherwise."""
-    n = len(task.x_train)
-    if task.dataset == "twitter":
-        xb = np.c_[task.x_train, np.ones(n)] / math.sqrt(2.0)   # rows of norm <= 1 with the bias feature
-        stats = np.concatenate([(xb.T @ xb).ravel(), xb.T @ task.y_train])
-        return stats, 2.0 * math.sqrt(2.0)   # each row adds vec(x x') (norm <= 1) and x y (norm <= 1)
-    x = outpert.normalise(task.x_train)
-    if task.dataset == "gisette":
-        return outpert.train(x, task.y_train, np.array([gamma]), rng)[0], outpert.sensitivity(gamma, n)
-    # MNIST: one-vs-rest, ten bolt-on models; one example moves each by <= 4/(gamma n)
-    labels = np.asarray(task.y_train).astype(int)
-    w = np.stack([outpert.train(x, np.where(labels == c, 1.0, -1.0), np.array([gamma]), rng)[0] for c in range(10)])
-    return w.ravel(), math.sqrt(10.0) * outpert.sensitivity(gamma, n)
-
-
-def _utility_of(task: TaskData, theta: np.ndarray, ridge: float, train: bool) -> float:
-    x, y = (task.x_train, task.y_train) if train else (task.x_test, task.y_test)
-    if task.dataset == "twitter":
-        d = x.shape[1] + 1
-        a, c = theta[: d * d].reshape(d, d), theta[d * d:]
-        a = (a + a.T) / 2
-        w = np.linalg.solve(a + ridge * len(task.x_train) * np.eye(d), c)
-        pred = np.clip(np.c_[x, np.ones(len(x))] / math.sqrt(2.0) @ w, 0.0, 1.0)
-        return float(np.mean((pred - y) ** 2))
-    xn = outpert.normalise(x)
-    if task.dataset == "gisette":
-        return float(np.mean((xn @ theta >= 0) == (y > 0)))
-    return float(np.mean((xn @ theta.reshape(10, -1).T).argmax(axis=1) == np.asarray(y).astype(int)))

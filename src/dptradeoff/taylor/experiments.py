@@ -13,11 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import UserError
 from ..seeds import rng as make_rng
 from ..train import outpert
 from . import estimate
-from .objective_perturbation import NOISES, empirical_loss, gradient, loss_value, make_solver, noise_parameters
+from .objective_perturbation import empirical_loss, gradient, loss_value, noise_parameters
 
 
 @dataclass(frozen=True)
@@ -46,38 +45,25 @@ class Reading:
             "eps-DP" if self.noise.dp and self.solver.exact else "not eps-DP")
 
 
-def reading(cfg: dict, name: str) -> Reading:
-    """The reading `name` of the config's `taylor` section (its `readings` list)."""
-    found = [r for r in cfg["readings"] if r["name"] == name]
-    if not found:
-        raise UserError(f"taylor.readings has no reading named {name!r}; it has "
-                        f"{', '.join(r['name'] for r in cfg['readings'])}.")
-    spec = found[0]
-    if spec["noise"] not in NOISES:
-        raise UserError(f"Unknown noise {spec['noise']!r} in taylor.readings; use one of {', '.join(NOISES)}.")
-    return Reading(name, make_solver(spec["solver"], cfg["iterations"], cfg["learning_rate"], cfg["batch_size"]),
-                   NOISES[spec["noise"]])
-
-
 def prepare(x: np.ndarray, y: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """n rows drawn without replacement, a bias feature, rows scaled to norm 1, labels {0,1} -> +-1."""
     take = rng.choice(len(x), size=min(n, len(x)), replace=False)
     return outpert.normalise(x[take]), 2.0 * np.asarray(y[take], dtype=float) - 1.0
 
 
-def measure(x: np.ndarray, y: np.ndarray, loss: str, how: Reading, cfg: dict, targets: list[float],
-            measuring: list[float], seed_parts: tuple) -> pd.DataFrame:
+def measure(x: np.ndarray, y: np.ndarray, loss: str, how: Reading, *, c: float, lam: float, repeats: int,
+            targets: list[float], measuring: list[float], seed_parts: tuple) -> pd.DataFrame:
     """One row per (repeat, measuring point, target, derivative): the actual loss at the target and
     its first-order estimate from the measuring point (and the actual loss there, `measured_loss`).
     Two derivatives: "eq6" (paper 002's, which assumes theta_eps minimises the objective) and, with an
-    iterative solver, "unrolled" (the exact derivative of the iterate that was trained)."""
+    iterative solver, "unrolled" (the exact derivative of the iterate that was trained). c bounds the
+    loss's second derivative, lam is the objective's regulariser, `repeats` the noise draws."""
     n, d = x.shape
-    c, lam = cfg["c"], cfg["lambda"]
     eps_all = np.array(sorted(set(targets) | set(measuring)), dtype=float)
     noises = [noise_parameters(float(e), n, lam, c) for e in eps_all]
     gram = x @ x.T if d > n else None   # more features than rows (Gisette): train and solve in the row space
     rows = []
-    for r in range(cfg["repeats"]):
+    for r in range(repeats):
         shape = how.noise.shapes(d, make_rng(*seed_parts, "noise", r), 1)[0]
         b = np.stack([shape / nz.beta for nz in noises])
         thetas, jacs = how.solver.train(x, y, loss, c, lam, noises, shape, make_rng(*seed_parts, "order", r), gram)
@@ -119,22 +105,3 @@ def errors(frame: pd.DataFrame) -> pd.DataFrame:
     """Average |estimate - actual| over targets and repeats, per derivative and measuring point."""
     frame = frame.assign(error=(frame["estimate"] - frame["actual"]).abs())
     return frame.groupby(["derivative", "measuring"], as_index=False)["error"].mean()
-
-
-def targets_from(cfg: dict) -> list[float]:
-    lo, hi, step = cfg["targets"]["start"], cfg["targets"]["stop"], cfg["targets"]["step"]
-    return [round(float(t), 10) for t in np.arange(lo, hi + step / 2, step)]
-
-
-# Paper 002 Table 1 (mean estimation error per measuring point), for side-by-side comparison.
-PAPER_TABLE1 = {
-    (dataset, loss): dict(zip(("0.10", "0.25", "0.30", "0.35", "0.45", "0.75", "0.85"), values))
-    for (dataset, loss), values in {
-        ("adult", "logistic"): (0.00823, 0.00003, 0.00033, 0.00004, 0.00293, 0.00649, 0.01480),
-        ("adult", "huber"): (0.02052, 0.00445, 0.00367, 0.00385, 0.00298, 0.00770, 0.00840),
-        ("kddcup99", "logistic"): (0.02393, 0.00763, 0.00845, 0.00960, 0.00283, 0.01186, 0.01200),
-        ("kddcup99", "huber"): (0.00866, 0.00851, 0.01052, 0.01143, 0.00848, 0.00112, 0.00038),
-        ("gisette", "logistic"): (0.01482, 0.01931, 0.00302, 0.00810, 0.00394, 0.04637, 0.03693),
-        ("gisette", "huber"): (0.00571, 0.00567, 0.01023, 0.00550, 0.00823, 0.01745, 0.02911),
-    }.items()
-}
