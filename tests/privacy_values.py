@@ -44,8 +44,8 @@ def dpsgd_runs(full: bool) -> list[tuple]:
 
 def calibrations(full: bool) -> list[tuple]:
     """(n, lot, epochs, target epsilon, delta) of the noise calibrations."""
-    settings = [(857, 256, 5, 0.2, 1e-6), (32561, 256, 10, 1.0, 1e-5), (1000, 10, 3, 0.5, 1e-5), (60000, 600, 20, 2.0, 1e-5),
-                (500, 8, 1, 0.05, 1e-6), (1000, 100, 50, 8.0, 1e-5)]
+    settings = [(857, 256, 5, 0.2, 1e-6), (32561, 256, 10, 1.0, 1e-5), (1000, 10, 3, 0.5, 1e-5),
+                (60000, 600, 20, 2.0, 1e-5), (500, 8, 1, 0.05, 1e-6), (1000, 100, 50, 8.0, 1e-5)]
     if full:
         settings += [(n, lot, e, target, 1e-6) for n, lot, e, target in itertools.product(
             (857, 5000, 32561), (16, 256), (1, 5, 40), (0.1, 0.5, 2.0)) if lot <= n]
@@ -56,7 +56,8 @@ def dpsgd_values(full: bool) -> dict:
     from dptradeoff.privacy import dpsgd
 
     runs = dpsgd_runs(full)
-    out = {f"dpsgd.epsilon[{conversion}]": [dpsgd.epsilon(*run, conversion) for run in runs] for conversion in CONVERSIONS}
+    out = {f"dpsgd.epsilon[{conversion}]": [dpsgd.epsilon(*run, conversion) for run in runs]
+           for conversion in CONVERSIONS}
     first_epochs = min(e for _, _, e, _, _ in runs)
     out["dpsgd.rdp_curve"] = [_floats(dpsgd.rdp_curve(n, lot, z, dpsgd.steps(n, lot, e), orders))
                               for n, lot, e, z, delta in runs if e == first_epochs and delta == 1e-5
@@ -98,7 +99,8 @@ def gaussian_values(full: bool) -> dict:
         "outpert.sensitivity": [outpert.sensitivity(g, n) for g, n in dict.fromkeys((g, n) for g, _, n, _ in
                                                                                       output_perturbations(full))],
         # train/outpert.epsilon's body before the refactor (the function moved to the accountant)
-        "outpert.epsilon": [gaussian.epsilon(s, outpert.sensitivity(g, n), d) for g, s, n, d in output_perturbations(full)],
+        "outpert.epsilon": [gaussian.epsilon(s, outpert.sensitivity(g, n), d)
+                            for g, s, n, d in output_perturbations(full)],
     }
 
 
@@ -147,16 +149,18 @@ def expost_values(full: bool) -> dict:
     from dptradeoff.expost import baselines, filter as expost_filter
     from dptradeoff.privacy import dpsgd
 
-    eps = (0.01, 0.1, 0.5, 1.0, 4.0)
-    deltas = (1e-5, 1e-6)
+    deltas, times = (1e-5, 1e-6), np.array([0.1, 1.0, 7.5, 100.0])
+    product = itertools.product
     out = {
-        "baselines.zcdp_rho": [_float(baselines.zcdp_rho(e, d)) for e, d in itertools.product(eps, deltas)],
-        "baselines.zcdp_epsilon": [baselines.zcdp_epsilon(r, d) for r, d in itertools.product((1e-4, 0.01, 0.3, 2.0), deltas)],
-        "baselines.brownian_boundary": [list(baselines.brownian_boundary(t, d)) for t, d in itertools.product((0.5, 10.0, 300.0), deltas)],
-        "baselines.brownian_epsilon": _floats(baselines.brownian_epsilon(np.array([0.1, 1.0, 7.5, 100.0]), 0.05, 115.1)),
-        "baselines.zcdp_brownian_rho": _floats(baselines.zcdp_brownian_rho(np.array([0.1, 1.0, 7.5, 100.0]))),
+        "baselines.zcdp_rho": [_float(baselines.zcdp_rho(e, d)) for e, d in product((0.01, 0.1, 0.5, 1.0, 4.0), deltas)],
+        "baselines.zcdp_epsilon": [baselines.zcdp_epsilon(r, d) for r, d in product((1e-4, 0.01, 0.3, 2.0), deltas)],
+        "baselines.brownian_boundary": [list(baselines.brownian_boundary(t, d))
+                                        for t, d in product((0.5, 10.0, 300.0), deltas)],
+        "baselines.brownian_epsilon": _floats(baselines.brownian_epsilon(times, 0.05, 115.1)),
+        "baselines.zcdp_brownian_rho": _floats(baselines.zcdp_brownian_rho(times)),
         "filter.rdp_to_dp": [expost_filter.rdp_to_dp(*setting) for setting in LEMMA7],
-        "filter.dp_to_rdp_budget": [expost_filter.dp_to_rdp_budget(e, a, d) for e, a, d in itertools.product((2.0, 4.0), (16.0, 32.0), deltas)],
+        "filter.dp_to_rdp_budget": [expost_filter.dp_to_rdp_budget(e, a, d)
+                                    for e, a, d in product((2.0, 4.0), (16.0, 32.0), deltas)],
     }
     orders = np.array(sorted(set(dpsgd.ORDERS) | {PS_ORDER}))
     curves = [dpsgd.rdp_curve(n, lot, z, dpsgd.steps(n, lot, e), tuple(orders)) for n, lot, e, z in PS_RUNS]
@@ -203,7 +207,8 @@ def oracle_values(full: bool) -> dict:
             out[f"oracle[{name}, {conversion}]"] = [problem.oracle.epsilon(p, n=30000, delta=problem.delta) for p in pts]
             out[f"oracle.conversion[{name}, {conversion}]"] = problem.oracle.conversion
     svt = PROBLEMS["svt"].oracle
-    out["oracle.epsilons[svt]"] = _floats(svt.epsilons(np.array([[1.0, 0.1], [12.4, 10.0], [30.0, 2.0]]), n=None, delta=None))
+    points = np.array([[1.0, 0.1], [12.4, 10.0], [30.0, 2.0]])
+    out["oracle.epsilons[svt]"] = _floats(svt.epsilons(points, n=None, delta=None))
     return out
 
 

@@ -54,7 +54,10 @@ def test_the_accountant_gives_the_recorded_dpsgd_epsilons(recorded, conversion):
     calibrated = []
     for n, lot, e, target, delta in privacy_values.calibrations(False):
         steps = dpsgd.steps(n, lot, e)
-        event_at = lambda z: SelfComposedDpEvent(SampledWithoutReplacementDpEvent(n, lot, GaussianDpEvent(z)), steps)  # noqa: E731
+
+        def event_at(z):
+            return SelfComposedDpEvent(SampledWithoutReplacementDpEvent(n, lot, GaussianDpEvent(z)), steps)
+
         cal = calibration.calibrate_noise(accountant, event_at, target, delta)
         calibrated.append(None if cal is None else [cal.noise, cal.epsilon])
     assert as_stored(calibrated) == as_stored(recorded[f"dpsgd.calibrate_noise[{conversion}]"])
@@ -62,12 +65,13 @@ def test_the_accountant_gives_the_recorded_dpsgd_epsilons(recorded, conversion):
 
 def test_the_accountant_gives_the_recorded_closed_forms(recorded):
     accountant = Accountant()
-    outpert = [accountant.epsilon(OutputPerturbationDpEvent(g, s, n), d) for g, s, n, d in privacy_values.output_perturbations(False)]
+    outpert = [accountant.epsilon(OutputPerturbationDpEvent(g, s, n), d)
+               for g, s, n, d in privacy_values.output_perturbations(False)]
     assert as_stored(outpert) == as_stored(recorded["outpert.epsilon"])
-    gaussian = [accountant.epsilon(GaussianDpEvent(s / sens), d) for s, sens, d in privacy_values.gaussian_releases(False)
-                if sens == 1.0]
-    assert as_stored(gaussian) == as_stored([eps for (_, sens, _), eps in zip(privacy_values.gaussian_releases(False),
-                                                                            recorded["gaussian.epsilon"]) if sens == 1.0])
+    releases = privacy_values.gaussian_releases(False)
+    gaussian = [accountant.epsilon(GaussianDpEvent(s), d) for s, sens, d in releases if sens == 1.0]
+    assert as_stored(gaussian) == as_stored([eps for (_, sens, _), eps in zip(releases, recorded["gaussian.epsilon"])
+                                             if sens == 1.0])
     svt = [accountant.epsilon(SparseVectorDpEvent(c, b), 0.0) for c, b in privacy_values.sparse_vectors(False)]
     assert as_stored(svt) == as_stored(recorded["svt.epsilon"])
     noises = recorded["objective_perturbation.noise_parameters"]
@@ -140,7 +144,8 @@ def test_composition_rules():
     np.testing.assert_array_equal(accountant.rdp(SelfComposedDpEvent(sampled, 7)), 7 * once)
     np.testing.assert_array_equal(accountant.rdp(ComposedDpEvent([sampled, GaussianDpEvent(2.0)])),
                                   once + accountant.rdp(GaussianDpEvent(2.0)))
-    np.testing.assert_array_equal(accountant.rdp(RandomChoiceDpEvent((sampled, _sampled(0.9)))), accountant.rdp(_sampled(0.9)))
+    np.testing.assert_array_equal(accountant.rdp(RandomChoiceDpEvent((sampled, _sampled(0.9)))),
+                                  accountant.rdp(_sampled(0.9)))
     assert accountant.epsilon(ComposedDpEvent([LaplaceDpEvent(2.0), EpsilonDpEvent(0.25)]), 1e-5) == 0.75
     assert accountant.epsilon(SelfComposedDpEvent(EpsilonDpEvent(0.1), 100), 1e-6) == \
         composition.advanced_composition(0.1, 100, 1e-6) < 100 * 0.1
@@ -162,7 +167,7 @@ def test_unanalysed_events_and_bad_inputs_are_one_sentence_errors():
     with pytest.raises(UserError, match="delta must be in"):
         accountant.epsilon(dpsgd.training_event(100, 10, 1, 1.0), 0.0)
     with pytest.raises(UserError, match="lot size"):
-        accountant.epsilon(SelfComposedDpEvent(SampledWithoutReplacementDpEvent(100, 200, GaussianDpEvent(1.0)), 1), 1e-5)
+        accountant.epsilon(dpsgd.training_event(100, 200, 1, 1.0), 1e-5)
     with pytest.raises(UserError, match="Unknown RDP conversion 'magic'; use one of dp_accounting, classic"):
         conversion_named("magic")
 

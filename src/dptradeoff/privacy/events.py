@@ -27,7 +27,8 @@ from ..module_files import module_from_file
 def _load_dp_event():
     """dp_accounting.dp_event without dp_accounting's package `__init__` (see above)."""
     package = importlib.util.find_spec("dp_accounting")   # finds the package without importing it
-    return module_from_file("dp_accounting.dp_event", os.path.join(package.submodule_search_locations[0], "dp_event.py"))
+    path = os.path.join(package.submodule_search_locations[0], "dp_event.py")
+    return module_from_file("dp_accounting.dp_event", path)
 
 
 _dp_event = _load_dp_event()
