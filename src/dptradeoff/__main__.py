@@ -9,10 +9,12 @@ from . import UserError
 
 def _epsilon(args) -> None:
     from .privacy import dpsgd
+    from .privacy.accountant import Accountant
+    from .privacy.conversions import conversion_named
 
-    steps = dpsgd.steps(args.n, args.lot_size, args.epochs)
-    eps = dpsgd.epsilon(args.n, args.lot_size, args.epochs, args.noise, args.delta, args.conversion)
-    print(f"DP-SGD/DP-Adam: n={args.n}, lot size={args.lot_size}, epochs={args.epochs} ({steps} steps), "
+    run = dpsgd.training_event(args.n, args.lot_size, args.epochs, args.noise)
+    eps = Accountant(conversion_named(args.conversion)).epsilon(run, args.delta)
+    print(f"DP-SGD/DP-Adam: n={args.n}, lot size={args.lot_size}, epochs={args.epochs} ({run.count} steps), "
           f"noise multiplier={args.noise}, delta={args.delta}, conversion={args.conversion}")
     print(eps)
 

@@ -11,16 +11,22 @@ statistic (sensitivity 1) that stops at the first release passing a check, and w
   (a + (b + 1/2) t, delta)-DP with a b = log(1/delta) / 2.
 - Papernot & Steinke 2022: repeat an RDP mechanism K ~ TNB(eta, gamma) times and keep the best;
   RDP of their Thm 2.
+What each costs is computed in privacy/ (zcdp, brownian, repeat_and_select), whose functions are
+imported here under the names the experiments use.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
-from .distributions import tnb_gamma
+from ..privacy.brownian import expost_epsilon as brownian_epsilon  # noqa: F401 - the experiments' names
+from ..privacy.brownian import linear_boundary as brownian_boundary  # noqa: F401
+from ..privacy.brownian import zcdp_rho_of_stop as zcdp_brownian_rho  # noqa: F401
+from ..privacy.repeat_and_select import papernot_steinke_rdp  # noqa: F401
+from ..privacy.zcdp import epsilon_of_rho as zcdp_epsilon, rho_for_epsilon as zcdp_rho  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -92,17 +98,6 @@ def noise_reduction_laplace(value: float, grid: np.ndarray, accept: Callable[[fl
 
 # --- approximate DP, Gaussian --------------------------------------------------------------------
 
-def zcdp_rho(eps: float | np.ndarray, delta: float):
-    """The largest rho whose zCDP -> DP conversion eps = rho + 2 sqrt(rho log(1/delta)) (Bun-Steinke
-    2016 Prop. 1.3) gives `eps`."""
-    log_inv = math.log(1.0 / delta)
-    return (np.sqrt(log_inv + np.asarray(eps, dtype=float)) - math.sqrt(log_inv)) ** 2
-
-
-def zcdp_epsilon(rho: float, delta: float) -> float:
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
-
-
 def doubling_gaussian(value: float, rhos: np.ndarray, rho_budget: float, accept: Callable[[float, float], bool],
                       rng: np.random.Generator) -> Release:
     """Fresh Gaussian releases with sigma_i = 1/sqrt(2 rho_i) while the zCDP sum fits `rho_budget`."""
@@ -110,23 +105,12 @@ def doubling_gaussian(value: float, rhos: np.ndarray, rho_budget: float, accept:
                      lambda sigma: rng.normal(0.0, sigma))
 
 
-def brownian_boundary(t_ref: float, delta: float) -> tuple[float, float]:
-    """The linear boundary a + b t with exp(-2ab) = delta that is lowest at t_ref (a = b t_ref)."""
-    half_log = 0.5 * math.log(1.0 / delta)
-    return math.sqrt(half_log * t_ref), math.sqrt(half_log / t_ref)
-
-
-def brownian_epsilon(t: float | np.ndarray, a: float, b: float):
-    """Ex-post epsilon of stopping the Brownian mechanism (sensitivity 1) at time t."""
-    return a + (b + 0.5) * np.asarray(t, dtype=float)
-
-
 def brownian_noise_reduction(value: float, times: np.ndarray, accept: Callable[[float, float], bool],
                              rng: np.random.Generator, cost: Callable[[float], float]) -> Release:
     """Release value + W(t_j)/t_j (noise sd 1/sqrt(t_j)) along one Brownian path and stop at the first
     accepted; pays cost(t_stop), or cost(t_last) when none is accepted. The cost is the caller's
-    accounting: `zcdp_brownian_rho` (zCDP filter) or `brownian_epsilon` on a boundary (ex-post
-    (eps, delta))."""
+    accounting: `privacy.brownian.zcdp_rho_of_stop` (zCDP filter) or `privacy.brownian.expost_epsilon` on a
+    boundary (ex-post (eps, delta))."""
     increments = rng.normal(0.0, np.sqrt(np.diff(np.concatenate([[0.0], times]))))
     w = np.cumsum(increments)
     for j, t in enumerate(times):
@@ -134,35 +118,3 @@ def brownian_noise_reduction(value: float, times: np.ndarray, accept: Callable[[
         if accept(y, sigma):
             return Release(y, sigma, j, float(cost(t)))
     return Release(None, math.nan, len(times) - 1, float(cost(times[-1])))
-
-
-def zcdp_brownian_rho(t: float | np.ndarray):
-    """What stopping the Brownian release (sensitivity 1) at time t costs in a zCDP filter: t/2.
-
-    Why this is a guarantee for a data-dependent stopping time: the released path up to t_j is a
-    post-processing of its increments B(t_i) - B(t_{i-1}) = (t_i - t_{i-1}) f + N(0, t_i - t_{i-1}),
-    each a Gaussian mechanism of sensitivity dt and variance dt, i.e. (dt/2)-zCDP, run one after
-    another with the decision to go on taken from the outputs so far. That is fully adaptive
-    composition with predictable costs, which a Renyi filter at every order covers (Feldman & Zrnic
-    2021's Renyi filter; Whitehouse et al. 2023): if the costs so far plus the next one never exceed rho,
-    the whole run is rho-zCDP. Directly: the privacy loss at t is W(t) + t/2, and
-    E[exp((a-1)(W(T) + T/2))] = E[M_T exp(a(a-1)T/2)] <= exp(a(a-1) rho) E[M_T] = exp(a(a-1) rho) for every stopping time
-    T <= 2 rho (M the exponential martingale, optional stopping). tests/test_expost_privacy.py
-    checks this bound by Monte Carlo with an independently computed likelihood ratio."""
-    return 0.5 * np.asarray(t, dtype=float)
-
-
-# --- Papernot & Steinke 2022 ---------------------------------------------------------------------
-
-def papernot_steinke_rdp(orders: Sequence[float], rdp: Sequence[float], eta: float, mean: float) -> np.ndarray:
-    """P&S Thm 2: repeating an RDP mechanism K ~ TNB(eta, gamma) times (E[K] = mean) and returning
-    the best run is (lam, eps')-RDP with eps' = eps(lam) + (1 + eta)(1 - 1/lam^)eps(lam^)
-    + (1 + eta) log(1/gamma)/lam^ + log(mean)/(lam - 1), for every lam^ >= 1 (the best is taken)."""
-    orders, rdp = np.asarray(orders, dtype=float), np.asarray(rdp, dtype=float)
-    gamma = tnb_gamma(eta, mean)
-    usable = orders >= 1
-    c = (1 + eta) * np.min((1 - 1 / orders[usable]) * rdp[usable] + math.log(1 / gamma) / orders[usable])
-    out = np.full(len(orders), np.inf)
-    above = orders > 1
-    out[above] = rdp[above] + c + math.log(mean) / (orders[above] - 1)
-    return out

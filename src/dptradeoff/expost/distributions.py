@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from .. import UserError
+from ..privacy.repeat_and_select import tnb_gamma, tnb_mean  # noqa: F401 - the TNB's mean, where its sampling is
 
 # "none" never drops (k = 0): what paper 004's Table 1-2 numbers for Alg. 3 imply (README); Thms 11
 # and 13 do not cover it, and no table labels it a guarantee.
@@ -84,20 +85,6 @@ def tnb_pmf(k: np.ndarray, eta: float, gamma: float) -> np.ndarray:
         special.gammaln(k + eta) - special.gammaln(k + 1) - special.gammaln(eta + 1) + math.log(-eta)
     denom = math.expm1(-eta * math.log(gamma))   # gamma^{-eta} - 1 (negative for eta < 0)
     return np.exp(k * math.log1p(-gamma) + log_prod - math.log(abs(denom)))
-
-
-def tnb_mean(eta: float, gamma: float) -> float:
-    """E[K] (P&S Prop.): eta (1 - gamma) / (gamma (1 - gamma^eta)), or (1/gamma - 1)/log(1/gamma) at eta = 0."""
-    if eta == 0:
-        return (1 / gamma - 1) / math.log(1 / gamma)
-    return eta * (1 - gamma) / (gamma * -math.expm1(eta * math.log(gamma)))
-
-
-def tnb_gamma(eta: float, mean: float) -> float:
-    """The gamma in (0, 1) that gives D_{eta, gamma} the mean `mean` (> 1)."""
-    if not mean > 1:
-        raise UserError(f"The mean number of runs must be > 1, got {mean}.")
-    return optimize.brentq(lambda g: tnb_mean(eta, g) - mean, 1e-15, 1 - 1e-12, xtol=1e-15, rtol=1e-14)
 
 
 def tnb_moments(eta: float, gamma: float) -> tuple[float, float]:

@@ -7,9 +7,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..privacy import dpsgd, svt as svt_privacy
+from ..privacy.accountant import Accountant
+from ..privacy.events import OutputPerturbationDpEvent, SparseVectorDpEvent
 from ..train import svt as svt_utility
 from ..train.hyper import DPSGDHyper
 from .oracle import Data, Oracle, majority_share
+
+
+# The accountant of the oracles without RDP (the analytic Gaussian, SVT's pure epsilon): no conversion is used.
+_ACCOUNTANT = Accountant()
 
 
 def _signed_labels(data: Data) -> Data:
@@ -19,18 +25,23 @@ def _signed_labels(data: Data) -> Data:
 @dataclass(frozen=True)
 class DPSGD(Oracle):
     """DP-SGD / DP-Adam: fixed-size lots without replacement, replace-one, RDP accounting."""
-    optimizer: str                     # sgd or adam
-    conversion: str = "dp_accounting"  # RDP -> (epsilon, delta): dp_accounting's, or the classic one
+    optimizer: str                          # sgd or adam
+    accountant: Accountant = Accountant()   # its RDP conversion: dp_accounting's, or the classic one
     neighbouring = "replace-one"
 
-    def with_conversion(self, conversion: str) -> "DPSGD":
-        return replace(self, conversion=conversion)
+    @property
+    def conversion(self) -> str:
+        return self.accountant.conversion.name
+
+    def with_accountant(self, accountant) -> "DPSGD":
+        return replace(self, accountant=accountant)
 
     def trivial_utility(self, data):
         return majority_share(data)
 
     def epsilon(self, point, *, n, delta):
-        return dpsgd.epsilon(n, point["lot_size"], point["epochs"], point["noise"], delta, self.conversion)
+        event = dpsgd.training_event(n, point["lot_size"], point["epochs"], point["noise"])
+        return self.accountant.epsilon(event, delta)
 
     # One epoch costs n * (per_example + per_step / lot) seconds on one core: measured at lots from the
     # domain's smallest to its largest, 2 epochs, after a warm-up (benchmarks/training_cost.py).
@@ -108,9 +119,7 @@ class BoltOnOutputPerturbation(Oracle):
         return replace(signed, x_train=outpert.normalise(signed.x_train), x_test=outpert.normalise(signed.x_test))
 
     def epsilon(self, point, *, n, delta):
-        from ..train import outpert
-
-        return outpert.epsilon(point["gamma"], point["sigma"], n, delta)
+        return _ACCOUNTANT.epsilon(OutputPerturbationDpEvent(point["gamma"], point["sigma"], n), delta)
 
     def utilities(self, point, data, repeats, rng):
         return self.utilities_of_batch([point], data, repeats, rng)[0]
@@ -133,7 +142,7 @@ class SparseVector(Oracle):
         return 0.0   # answering no query above the threshold: F1 0
 
     def epsilon(self, point, *, n, delta):
-        return svt_privacy.epsilon(point["bound"], point["b"])
+        return _ACCOUNTANT.epsilon(SparseVectorDpEvent(point["bound"], point["b"]), delta)
 
     def epsilons(self, points, *, n, delta):
         """`epsilon` of many points at once, rows (bound, b): the same closed form (tested equal)."""

@@ -39,7 +39,8 @@ class Data:
 class Oracle(ABC):
     """Defaults for an oracle; a subclass defines `epsilon` and `utility` (or `utilities`)."""
 
-    # DP-SGD's RDP -> (epsilon, delta) rule, for oracles that have one (`privacy.conversion`).
+    # The name of the RDP -> (epsilon, delta) conversion of its accountant, for oracles whose epsilon
+    # is converted from RDP (`privacy.conversion`); every evaluation row records it.
     conversion: str | None = None
     # The neighbouring relation epsilon is stated for (replace-one or add/remove-one: replace-one
     # epsilons are about twice as large for the same noise); every evaluation row records it.
@@ -68,8 +69,9 @@ class Oracle(ABC):
         states `utility_floor`, else the floor is utility 0)."""
         return None
 
-    def with_conversion(self, conversion: str) -> "Oracle":
-        """This oracle with DP-SGD's RDP conversion set; oracles without one ignore it."""
+    def with_accountant(self, accountant) -> "Oracle":
+        """This oracle accounting with `accountant` (`privacy.accountant.Accountant`, its RDP conversion
+        chosen); oracles whose epsilon has no RDP conversion ignore it."""
         return self
 
     @abstractmethod

@@ -69,8 +69,11 @@ class Problem:
         return 1.0 - (float(trivial) if trivial is not None else 0.0)
 
     def with_conversion(self, conversion: str) -> "Problem":
-        """The problem with DP-SGD's RDP -> (epsilon, delta) rule set (`privacy.conversion`)."""
-        return replace(self, oracle=self.oracle.with_conversion(conversion))
+        """The problem accounting with the RDP -> (epsilon, delta) conversion `privacy.conversion` names."""
+        from ..privacy.accountant import Accountant
+        from ..privacy.conversions import conversion_named
+
+        return replace(self, oracle=self.oracle.with_accountant(Accountant(conversion_named(conversion))))
 
     def restricted(self, overrides: dict[str, list[float]]) -> "Problem":
         """The problem with some parameter ranges narrowed (domain and accept ranges alike), e.g. for

@@ -21,17 +21,16 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.util
 import inspect
 import math
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import UserError
+from ..module_files import module_from_file
 from .oracle import Data, Oracle, replicate
 from .problem import Param, Problem
 from .sampling import sampler_from_config
@@ -55,16 +54,7 @@ def load_object(spec: str, where: str) -> Any:
                 raise UserError(f"{where} names the file {target}, which is in neither the directory Snakemake runs in "
                                 f"nor the project's ({PROJECT_ROOT}); fix the path.")
             name = f"dptradeoff_user_{os.path.splitext(os.path.basename(path))[0]}_{hashlib.sha1(path.encode()).hexdigest()[:8]}"
-            module = sys.modules.get(name)
-            if module is None:
-                loader_spec = importlib.util.spec_from_file_location(name, path)
-                module = importlib.util.module_from_spec(loader_spec)
-                sys.modules[name] = module
-                try:
-                    loader_spec.loader.exec_module(module)
-                except BaseException:
-                    del sys.modules[name]
-                    raise
+            module = module_from_file(name, path)
         else:
             module = importlib.import_module(target)
     except UserError:

@@ -33,33 +33,9 @@ from typing import ClassVar
 import numpy as np
 
 from .. import UserError
+from ..privacy.objective_perturbation import Noise, noise_parameters, privacy_loss  # noqa: F401 (taylor's names)
 
 LOSSES = ("logistic", "huber")
-
-
-@dataclass(frozen=True)
-class Noise:
-    """beta_eps, delta_eps and their derivatives in eps."""
-    beta: float
-    delta: float
-    d_beta: float
-    d_delta: float
-
-
-def noise_parameters(eps: float, n: int, lam: float, c: float) -> Noise:
-    if not (eps > 0 and n >= 1 and lam > 0 and c > 0):
-        raise UserError(f"Objective perturbation needs eps, lambda, c > 0 and n >= 1; got {eps}, {lam}, {c}, {n}.")
-    l0 = math.log(1 + 2 * c / (n * lam) + c * c / (n * lam) ** 2)
-    if eps > l0:
-        return Noise((eps - l0) / 2, 0.0, 0.5, 0.0)
-    e = math.exp(eps / 4)
-    return Noise(eps / 4, c / (n * (e - 1)) - lam, 0.25, -c * e / (4 * n * (e - 1) ** 2))
-
-
-def privacy_loss(beta: float, delta: float, n: int, lam: float, c: float) -> float:
-    """Chaudhuri et al.'s bound on the log density ratio: 2 beta (||b - b'|| <= 2) plus the Jacobian
-    term 2 log(1 + c/(n(lam + delta)))."""
-    return 2 * beta + 2 * math.log1p(c / (n * (lam + delta)))
 
 
 def noise_shape(d: int, rng: np.random.Generator, size: int) -> np.ndarray:

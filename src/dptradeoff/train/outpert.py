@@ -7,25 +7,17 @@ it needs no privacy budget; the bias is a constant feature before normalising). 
 beta = 1/4 + gamma smooth and gamma strongly convex. Projected SGD with lot size 1, 10 passes
 over a fresh random permutation each (paper 000 footnote 6), step size min(1/beta, 1/(gamma t)),
 has L2 sensitivity 2L/(gamma n) (Wu et al. Thm 6), so releasing w + N(0, sigma^2 I) is
-(epsilon, delta)-DP with epsilon from the analytic Gaussian mechanism.
+(epsilon, delta)-DP with epsilon from the analytic Gaussian mechanism
+(`privacy.output_perturbation`, `privacy.events.OutputPerturbationDpEvent`).
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 
-from ..privacy import gaussian
+from ..privacy.output_perturbation import sensitivity  # noqa: F401 - where callers look for it
 
-LIPSCHITZ = 2.0
 EPOCHS = 10
-
-
-def sensitivity(gamma: float, n: int) -> float:
-    return 2.0 * LIPSCHITZ / (gamma * n)
-
-
-def epsilon(gamma: float, sigma: float, n: int, delta: float) -> float:
-    return gaussian.epsilon(sigma, sensitivity(gamma, n), delta)
 
 
 def normalise(x: np.ndarray) -> np.ndarray:
