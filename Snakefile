@@ -8,7 +8,9 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+include: "workflow/rules/setup.smk"
 include: "workflow/rules/common.smk"
+include: "workflow/rules/resources.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/oracles.smk"
 include: "workflow/rules/dpareto.smk"
@@ -19,6 +21,7 @@ include: "workflow/rules/front.smk"
 include: "workflow/rules/expost.smk"
 include: "workflow/rules/proposetest.smk"
 include: "workflow/rules/taylor.smk"
+include: "workflow/rules/targets.smk"
 
 
 rule all:

@@ -104,6 +104,7 @@ def test_safe_archive_extracts(tmp_path):
         ({"seed": "three"}, "seed"),
         ({"datasets": {"twitter": {"subsample": 1.5}}}, "datasets.twitter.subsample"),
         ({"datasets": {"mnist": {"source": "internet"}}}, "datasets.mnist.source"),
+        ({"random_sampling": {"points": 8, "points_per_job": 4}}, "random_sampling.points (8) is smaller than dpareto"),
     ],
 )
 def test_bad_config_stops_the_run_naming_the_key(run_snakemake, tmp_path, override, key):

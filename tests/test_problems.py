@@ -125,6 +125,34 @@ def test_linear_grids_are_the_originals_linspace_and_search_scale_grids_are_log_
         grid(p, 3, "log")
 
 
+def _fine_grid_as_illustration_points_built_it(problem, k):
+    """The grid workflow/scripts/illustration_points.py built itself before it called baselines.grid."""
+    axes = []
+    for param in problem.domain:
+        if param.integer:
+            axes.append(np.arange(param.low, param.high + 1))
+        elif param.log:
+            axes.append(np.geomspace(param.low, param.high, k))
+        else:
+            axes.append(np.linspace(param.low, param.high, k))
+    mesh = np.meshgrid(*axes, indexing="ij")
+    points = pd.DataFrame({n: m.ravel() for n, m in zip(problem.names, mesh)})
+    for param in problem.domain:
+        if param.integer:
+            points[param.name] = points[param.name].astype(int)
+    return points
+
+
+@pytest.mark.parametrize("name", ["adult-logreg-outpert", "svt"])
+@pytest.mark.parametrize("k", [15, 4])   # 15: the default config's illustrations.grid
+def test_the_illustrations_fine_grid_is_the_grid_with_every_integer(name, k):
+    from dptradeoff.baselines.grid import grid
+
+    problem = get_problem(name)
+    pd.testing.assert_frame_equal(grid(problem, k, every_integer=True),
+                                  _fine_grid_as_illustration_points_built_it(problem, k), check_exact=True)
+
+
 def test_uniform_sampling_is_uniform_over_the_accept_ranges():
     from scipy import stats
 

@@ -91,6 +91,14 @@ def _check_dpareto(dpareto: dict) -> None:
                         f"those, or choose acquisition hvpoi-region, ehvi or ehvi-logit.")
 
 
+def _check_sampling(config: dict) -> None:
+    """DPareto's initial points are the first points of the random run, so the run must have them."""
+    points, initial = config["random_sampling"]["points"], config["dpareto"]["initial_points"]
+    if points < initial:
+        raise UserError(f"random_sampling.points ({points}) is smaller than dpareto.initial_points ({initial}); the "
+                        f"initial points are the first points of the random run, so raise random_sampling.points.")
+
+
 def _check_relations(config: dict) -> None:
     """What a schema cannot say: relations between keys."""
     _check_problems(config)
@@ -118,3 +126,4 @@ def _check_relations(config: dict) -> None:
         if outside:
             raise UserError(f"Config key taylor.fig2.datasets has {outside}, which are not in taylor.datasets (Fig. 2 "
                             f"uses Table 1's best measuring point); add them there.")
+    _check_sampling(config)

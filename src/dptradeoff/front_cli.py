@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import os
 
-from . import UserError
+from . import UserError, paths
 from .config import load
 from .problems import definition, resolve
 from .problems.evaluate import load_data
@@ -14,14 +14,10 @@ GUARANTEE = ("epsilon: computed by the problem's privacy oracle at its delta (a 
              "correct); utility: a GP prediction, not a guarantee and not a measurement")
 
 
-def chain_evaluations(problem: str, run: int) -> str:
-    return f"results/dpareto/{problem}/bo/{run}/evaluations.parquet"
-
-
 def load_chain(config: dict, name: str, run: int):
     """The problem (as the config defines it), its chain's evaluations and its prepared data."""
     problem = resolve(name, definition(config, name), config["privacy"]["conversion"])
-    path = chain_evaluations(name, run)
+    path = paths.RunFiles(name, "bo", run).evaluations
     if not os.path.exists(path):
         raise UserError(f"{path} does not exist; run `snakemake --cores 2 {path}` (with the study's --configfile) first.")
     return problem, read_frame(path), load_data(problem)

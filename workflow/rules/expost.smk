@@ -3,7 +3,7 @@
 
 rule expost_invocations:
     output:
-        "results/expost/invocations.parquet",
+        paths.EXPOST_INVOCATIONS,
     params:
         fig1=config["expost"]["fig1"],
     resources:
@@ -19,9 +19,9 @@ rule expost_invocations:
 
 rule expost_fig1:
     input:
-        "results/expost/invocations.parquet",
+        paths.EXPOST_INVOCATIONS,
     output:
-        report("figures/expost_fig1.pdf", caption="../report/expost_fig1.rst", category="Ex-post tuning"),
+        report(paths.figure("expost_fig1"), caption="../report/expost_fig1.rst", category="Ex-post tuning"),
     params:
         fig1=config["expost"]["fig1"],
         config_label=config_label(),
@@ -36,9 +36,9 @@ rule expost_fig1:
 
 rule expost_thread_trials:
     input:
-        lambda wildcards: ["results/data/reddit/histogram.parquet"] if wildcards.row == "Reddit" else [],
+        lambda wildcards: [paths.data("reddit", "histogram")] if wildcards.row == "Reddit" else [],
     output:
-        "results/expost/{table}/{row}.parquet",
+        paths.expost_thread_trials("{table}", "{row}"),
     wildcard_constraints:
         table="table1|table2",
         row=r"Reddit|S[1-9]\d*",
@@ -58,10 +58,10 @@ rule expost_thread_trials:
 
 rule expost_thread_table:
     input:
-        lambda wildcards: [f"results/expost/{wildcards.table}/{row}.parquet" for row in expost_thread_rows(wildcards.table)],
+        lambda wildcards: [paths.expost_thread_trials(wildcards.table, row) for row in expost_thread_rows(wildcards.table)],
     output:
-        csv=report("tables/expost_{table}.csv", caption="../report/expost_threads.rst", category="Ex-post tuning"),
-        md="tables/expost_{table}.md",
+        csv=report(paths.table("expost_{table}", "csv"), caption="../report/expost_threads.rst", category="Ex-post tuning"),
+        md=paths.table("expost_{table}", "md"),
     wildcard_constraints:
         table="table1|table2",
     params:
@@ -79,10 +79,10 @@ rule expost_thread_table:
 
 rule expost_ml_candidates:
     input:
-        train="results/data/{dataset}/train.parquet",
-        test="results/data/{dataset}/test.parquet",
+        train=paths.data("{dataset}", "train"),
+        test=paths.data("{dataset}", "test"),
     output:
-        "results/expost/ml/{dataset}/candidates.parquet",
+        paths.expost_ml("{dataset}", "candidates"),
     wildcard_constraints:
         dataset="twitter|mnist|gisette",
     params:
@@ -101,11 +101,11 @@ rule expost_ml_candidates:
 
 rule expost_ml_trials:
     input:
-        train="results/data/{dataset}/train.parquet",
-        test="results/data/{dataset}/test.parquet",
-        candidates="results/expost/ml/{dataset}/candidates.parquet",
+        train=paths.data("{dataset}", "train"),
+        test=paths.data("{dataset}", "test"),
+        candidates=paths.expost_ml("{dataset}", "candidates"),
     output:
-        "results/expost/ml/{dataset}/trials.parquet",
+        paths.expost_ml("{dataset}", "trials"),
     wildcard_constraints:
         dataset="twitter|mnist|gisette",
     params:
@@ -125,10 +125,10 @@ rule expost_ml_trials:
 
 rule expost_table3:
     input:
-        [f"results/expost/ml/{d}/trials.parquet" for d in config["expost"]["table3"]["datasets"]],
+        [paths.expost_ml(d, "trials") for d in config["expost"]["table3"]["datasets"]],
     output:
-        csv=report("tables/expost_table3.csv", caption="../report/expost_table3.rst", category="Ex-post tuning"),
-        md="tables/expost_table3.md",
+        csv=report(paths.table("expost_table3", "csv"), caption="../report/expost_table3.rst", category="Ex-post tuning"),
+        md=paths.table("expost_table3", "md"),
     params:
         datasets=config["expost"]["table3"]["datasets"],
         expost=config["expost"],

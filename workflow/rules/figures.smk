@@ -1,11 +1,20 @@
 # Figures 1-8 (PDF), each built only from the Parquet files it needs.
 
+# The illustrative example each of Figs 1-4 shows.
+FIGURE_EXAMPLE = {"1": "outpert", "2": "svt", "3": "outpert", "4": "svt"}
+EXAMPLE_NAMES = {"outpert": "Output-perturbation logistic regression (adult)", "svt": "Sparse vector technique"}
+
+
+def figure_illustration(name):
+    """An input function: the table `name` of the example that figure {n} shows."""
+    return lambda wildcards: paths.illustration(FIGURE_EXAMPLE[wildcards.n], name)
+
 
 rule fig_oracles:
     input:
-        lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/grid.parquet",
+        figure_illustration("grid"),
     output:
-        report("figures/fig{n}.pdf", caption="../report/fig_oracles.rst", category="Figures"),
+        report(paths.figure("fig{n}"), caption="../report/fig_oracles.rst", category="Figures"),
     wildcard_constraints:
         n="1|2",
     params:
@@ -22,12 +31,12 @@ rule fig_oracles:
 
 rule fig_surfaces:
     input:
-        random=lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/random.parquet",
-        surfaces=lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/surfaces.parquet",
-        next_point=lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/next.parquet",
-        grid=lambda wildcards: f"results/illustrations/{FIGURE_EXAMPLE[wildcards.n]}/grid.parquet",
+        random=figure_illustration("random"),
+        surfaces=figure_illustration("surfaces"),
+        next_point=figure_illustration("next"),
+        grid=figure_illustration("grid"),
     output:
-        report("figures/fig{n}.pdf", caption="../report/fig_surfaces.rst", category="Figures"),
+        report(paths.figure("fig{n}"), caption="../report/fig_surfaces.rst", category="Figures"),
     wildcard_constraints:
         n="3|4",
     params:
@@ -44,13 +53,12 @@ rule fig_surfaces:
 
 rule fig5:
     input:
-        **{method.replace("-", "_"): [f"results/dpareto/{p}/{chain_of(method)}/0/evaluations.parquet"
-                                      for p in config["dpareto"]["problems"]]
+        **{method.replace("-", "_"): [paths.RunFiles(p, chain_of(method)).evaluations for p in config["dpareto"]["problems"]]
            for method in config["dpareto"]["methods"] + sampling_methods()},
-        comparison=[f"results/dpareto/{p}/comparison/0/evaluations.parquet" for p in table2_problems() if p == "adult-logreg-sgd"],
+        comparison=[paths.RunFiles(p, "comparison").evaluations for p in table2_problems() if p == "adult-logreg-sgd"],
         data=sorted({f for p in config["dpareto"]["problems"] for f in problem_data(p)}),
     output:
-        report("figures/fig5.pdf", caption="../report/fig5.rst", category="Figures"),
+        report(paths.figure("fig5"), caption="../report/fig5.rst", category="Figures"),
     params:
         problems=config["dpareto"]["problems"],
         methods=config["dpareto"]["methods"] + sampling_methods(),
@@ -70,10 +78,10 @@ rule fig5:
 
 rule fig6:
     input:
-        bo=[f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in grid_problems()],
-        grids=[f"results/dpareto/{p}/grid{k}/0/evaluations.parquet" for p, ks in grid_problems().items() for k in ks],
+        bo=[paths.RunFiles(p, "bo").evaluations for p in grid_problems()],
+        grids=[paths.RunFiles(p, f"grid{k}").evaluations for p, ks in grid_problems().items() for k in ks],
     output:
-        report("figures/fig6.pdf", caption="../report/fig6.rst", category="Figures"),
+        report(paths.figure("fig6"), caption="../report/fig6.rst", category="Figures"),
     params:
         grids=grid_problems(),
         config_label=config_label(),
@@ -88,9 +96,9 @@ rule fig6:
 
 rule fig_fronts:
     input:
-        bo=lambda wildcards: [f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in figure_problems(wildcards.n)],
+        bo=lambda wildcards: [paths.RunFiles(p, "bo").evaluations for p in figure_problems(wildcards.n)],
     output:
-        report("figures/fig{n}.pdf", caption="../report/fig_fronts.rst", category="Figures"),
+        report(paths.figure("fig{n}"), caption="../report/fig_fronts.rst", category="Figures"),
     wildcard_constraints:
         n="7|8",
     params:

@@ -8,7 +8,7 @@ rule query:
         chain=lambda wildcards: chain_files(wildcards.problem)["evaluations"],
         data=lambda wildcards: problem_data(wildcards.problem),
     output:
-        "results/dpareto/{problem}/query/{kind}{target}.parquet",
+        paths.query("{problem}", "{kind}", "{target}"),
     wildcard_constraints:
         kind="eps|utility",
         target=r"\d+(\.\d+)?(e-?\d+)?",
@@ -35,10 +35,11 @@ rule front_report:
     input:
         unpack(front_inputs),
     output:
-        figure=report("figures/front-{problem}.pdf", caption="../report/front.rst", category="Fronts",
+        figure=report(paths.figure("front-{problem}"), caption="../report/front.rst", category="Fronts",
                       subcategory="{problem}"),
-        csv=report("tables/front-{problem}.csv", caption="../report/front.rst", category="Fronts", subcategory="{problem}"),
-        md="tables/front-{problem}.md",
+        csv=report(paths.table("front-{problem}", "csv"), caption="../report/front.rst", category="Fronts",
+                   subcategory="{problem}"),
+        md=paths.table("front-{problem}", "md"),
     params:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         methods=sampling_methods() + chain_methods(),

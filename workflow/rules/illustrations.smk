@@ -2,10 +2,17 @@
 # regression on Adult and the sparse vector technique. A fine grid gives the "exact" front;
 # GP means, the HVPoI surface and the next point are computed after k0 random initial points.
 
+# The examples ({example}) and their problems.
+ILLUSTRATIONS = {"outpert": "adult-logreg-outpert", "svt": "svt"}
+
+
+wildcard_constraints:
+    example="|".join(ILLUSTRATIONS),
+
 
 rule illustration_points:
     output:
-        "results/illustrations/{example}/{design}_points.parquet",
+        paths.illustration("{example}", "{design}_points"),
     wildcard_constraints:
         design="grid|random",
     params:
@@ -24,10 +31,10 @@ rule illustration_points:
 
 rule illustration_evaluate:
     input:
-        points="results/illustrations/{example}/{design}_points.parquet",
+        points=paths.illustration("{example}", "{design}_points"),
         data=lambda wildcards: problem_data(ILLUSTRATIONS[wildcards.example]),
     output:
-        "results/illustrations/{example}/{design}.parquet",
+        paths.illustration("{example}", "{design}"),
     wildcard_constraints:
         design="grid|random",
     params:
@@ -49,10 +56,10 @@ rule illustration_evaluate:
 
 rule illustration_surfaces:
     input:
-        "results/illustrations/{example}/random.parquet",
+        paths.illustration("{example}", "random"),
     output:
-        surfaces="results/illustrations/{example}/surfaces.parquet",
-        next_point="results/illustrations/{example}/next.parquet",
+        surfaces=paths.illustration("{example}", "surfaces"),
+        next_point=paths.illustration("{example}", "next"),
     params:
         problem=lambda wildcards: ILLUSTRATIONS[wildcards.example],
         resolution=config["illustrations"]["surface_resolution"],

@@ -4,7 +4,7 @@
 
 rule random_points:
     output:
-        "results/dpareto/{problem}/{method}/{run}/points.parquet",
+        paths.METHOD_RUN.points,
     wildcard_constraints:
         method="random|comparison",
     # Above the chains': among jobs of equal priority Snakemake's greedy scheduler prefers those with
@@ -25,7 +25,7 @@ rule random_points:
 
 rule uniform_points:
     output:
-        "results/dpareto/{problem}/uniform/{run}/points.parquet",
+        paths.RunFiles("{problem}", "uniform", "{run}").points,
     params:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         points=lambda wildcards: method_points(wildcards.problem, "uniform"),
@@ -41,7 +41,7 @@ rule uniform_points:
 
 rule grid_points:
     output:
-        "results/dpareto/{problem}/grid{k}/{run}/points.parquet",
+        paths.RunFiles("{problem}", "grid{k}", "{run}").points,
     params:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         spacing=GRID_SPACING,
@@ -56,10 +56,10 @@ rule grid_points:
 
 rule evaluate_batch:
     input:
-        points="results/dpareto/{problem}/{method}/{run}/points.parquet",
+        points=paths.METHOD_RUN.points,
         data=lambda wildcards: problem_data(wildcards.problem),
     output:
-        "results/dpareto/{problem}/{method}/{run}/evals/{batch}.parquet",
+        paths.METHOD_RUN.evals("{batch}"),
     wildcard_constraints:
         method=r"uniform|comparison|grid\d+",
     params:
@@ -90,12 +90,9 @@ use rule evaluate_batch as evaluate_random_batch with:
 
 rule gather_evaluations:
     input:
-        lambda wildcards: [
-            f"results/dpareto/{wildcards.problem}/{wildcards.method}/{wildcards.run}/evals/{b}.parquet"
-            for b in range(batches(method_points(wildcards.problem, wildcards.method)))
-        ],
+        method_batches,
     output:
-        "results/dpareto/{problem}/{method}/{run}/evaluations.parquet",
+        paths.METHOD_RUN.evaluations,
     wildcard_constraints:
         method=r"random|uniform|comparison|grid\d+",
     localrule: True

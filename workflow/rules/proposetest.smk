@@ -3,8 +3,8 @@
 
 rule proposetest_simulation:
     output:
-        paths="results/proposetest/paths.parquet",
-        gaps="results/proposetest/gaps.parquet",
+        paths=paths.proposetest("paths"),
+        gaps=paths.proposetest("gaps"),
     params:
         cfg=config["proposetest"],
         seed=config["seed"],
@@ -21,11 +21,11 @@ rule proposetest_simulation:
 
 rule proposetest_figures:
     input:
-        paths="results/proposetest/paths.parquet",
-        gaps="results/proposetest/gaps.parquet",
+        paths=paths.proposetest("paths"),
+        gaps=paths.proposetest("gaps"),
     output:
-        fig1=report("figures/proposetest_fig1.pdf", caption="../report/proposetest.rst", category="Propose-test"),
-        fig2=report("figures/proposetest_fig2.pdf", caption="../report/proposetest.rst", category="Propose-test"),
+        fig1=report(paths.figure("proposetest_fig1"), caption="../report/proposetest.rst", category="Propose-test"),
+        fig2=report(paths.figure("proposetest_fig2"), caption="../report/proposetest.rst", category="Propose-test"),
     params:
         cfg=config["proposetest"],
         config_label=config_label(),
@@ -40,13 +40,13 @@ rule proposetest_figures:
 
 rule proposetest_adult:
     input:
-        train="results/data/adult/train.parquet",
-        test="results/data/adult/test.parquet",
+        train=paths.data("adult", "train"),
+        test=paths.data("adult", "test"),
     output:
-        csv=report("tables/proposetest_adult.csv", caption="../report/proposetest.rst", category="Propose-test"),
-        md="tables/proposetest_adult.md",
-        diagnostics_csv="tables/nonprivate/proposetest_adult_diagnostics.csv",
-        diagnostics_md="tables/nonprivate/proposetest_adult_diagnostics.md",
+        csv=report(paths.table("proposetest_adult", "csv"), caption="../report/proposetest.rst", category="Propose-test"),
+        md=paths.table("proposetest_adult", "md"),
+        diagnostics_csv=paths.table("nonprivate/proposetest_adult_diagnostics", "csv"),
+        diagnostics_md=paths.table("nonprivate/proposetest_adult_diagnostics", "md"),
     params:
         conversion=RDP_CONVERSION,
         cfg=config["proposetest"]["adult"],

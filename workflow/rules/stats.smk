@@ -3,12 +3,12 @@
 
 rule table2:
     input:
-        bo=lambda wildcards: [f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in table2_problems()],
-        comparison=lambda wildcards: [f"results/dpareto/{p}/comparison/0/evaluations.parquet" for p in table2_problems()],
+        bo=lambda wildcards: [paths.RunFiles(p, "bo").evaluations for p in table2_problems()],
+        comparison=lambda wildcards: [paths.RunFiles(p, "comparison").evaluations for p in table2_problems()],
         data=lambda wildcards: sorted({f for p in table2_problems() for f in problem_data(p)}),
     output:
-        csv=report("tables/table2.csv", caption="../report/table2.rst", category="Tables"),
-        md="tables/table2.md",
+        csv=report(paths.table("table2", "csv"), caption="../report/table2.rst", category="Tables"),
+        md=paths.table("table2", "md"),
     params:
         problems=table2_problems(),
         definitions={p: problem_definition(p) for p in table2_problems()},
@@ -32,8 +32,8 @@ rule overhead_table:
         evaluations=lambda wildcards: [chain_files(p)["evaluations"] for p in config["dpareto"]["problems"]],
         study=lambda wildcards: [f for p in config["dpareto"]["problems"] for f in problem_study_files(p)],
     output:
-        csv=report("tables/overhead.csv", caption="../report/overhead.rst", category="Tables"),
-        md="tables/overhead.md",
+        csv=report(paths.table("overhead", "csv"), caption="../report/overhead.rst", category="Tables"),
+        md=paths.table("overhead", "md"),
     params:
         problems=config["dpareto"]["problems"],
         study_files=[len(problem_study_files(p)) for p in config["dpareto"]["problems"]],
@@ -55,9 +55,9 @@ rule batch_vs_sequential:
         batch=lambda wildcards: [chain_files(config["statistics"]["batch_comparison"]["problem"], batch_chain())[k] for k in ("initial", "evaluations")]
         + chain_files(config["statistics"]["batch_comparison"]["problem"], batch_chain())["proposals"],
     output:
-        csv=report("tables/batch_vs_sequential.csv", caption="../report/batch.rst", category="Tables"),
-        md="tables/batch_vs_sequential.md",
-        figure=report("figures/batch_vs_sequential.pdf", caption="../report/batch.rst", category="Figures"),
+        csv=report(paths.table("batch_vs_sequential", "csv"), caption="../report/batch.rst", category="Tables"),
+        md=paths.table("batch_vs_sequential", "md"),
+        figure=report(paths.figure("batch_vs_sequential"), caption="../report/batch.rst", category="Figures"),
     params:
         sequential_q=chain_batch_size("bo"),
         batch_q=config["statistics"]["batch_comparison"]["batch_size"],
@@ -80,8 +80,8 @@ rule front_quality:
                                      for f in chain_files(p, c)["proposals"]],
         data=lambda wildcards: sorted({f for p in config["dpareto"]["problems"] for f in problem_data(p)}),
     output:
-        csv=report("tables/front_quality.csv", caption="../report/front_quality.rst", category="Tables"),
-        md="tables/front_quality.md",
+        csv=report(paths.table("front_quality", "csv"), caption="../report/front_quality.rst", category="Tables"),
+        md=paths.table("front_quality", "md"),
     params:
         problems=config["dpareto"]["problems"],
         files={p: front_quality_files(p) for p in config["dpareto"]["problems"]},

@@ -4,9 +4,9 @@
 
 rule taylor_measure:
     input:
-        "results/data/{dataset}/train.parquet",
+        paths.data("{dataset}", "train"),
     output:
-        "results/taylor/{reading}/{dataset}/{loss}/n{n}-r{repeats}.parquet",
+        paths.taylor_run("{reading}", "{dataset}", "{loss}", "{n}", "{repeats}"),
     wildcard_constraints:
         reading=r"[a-z0-9][a-z0-9_-]*",
         dataset="adult|kddcup99|gisette",
@@ -29,12 +29,11 @@ rule taylor_measure:
 
 rule taylor_fig1_table1:
     input:
-        [f"results/taylor/{r}/{d}/{l}/n{config['taylor']['samples']}-r{config['taylor']['repeats']}.parquet"
-         for r, d, l in taylor_panels()],
+        [paths.taylor_run(r, d, l, config["taylor"]["samples"], config["taylor"]["repeats"]) for r, d, l in taylor_panels()],
     output:
-        fig=report("figures/taylor_fig1.pdf", caption="../report/taylor.rst", category="Taylor estimation"),
-        csv=report("tables/taylor_table1.csv", caption="../report/taylor.rst", category="Taylor estimation"),
-        md="tables/taylor_table1.md",
+        fig=report(paths.figure("taylor_fig1"), caption="../report/taylor.rst", category="Taylor estimation"),
+        csv=report(paths.table("taylor_table1", "csv"), caption="../report/taylor.rst", category="Taylor estimation"),
+        md=paths.table("taylor_table1", "md"),
     params:
         panels=taylor_panels(),
         cfg=config["taylor"],
@@ -50,10 +49,10 @@ rule taylor_fig1_table1:
 
 rule taylor_fig2:
     input:
-        table="tables/taylor_table1.csv",
-        runs=[f"results/taylor/{r}/{d}/{l}/n{n}-r{config['taylor']['fig2']['repeats']}.parquet" for r, d, l, n in taylor_fig2_runs()],
+        table=paths.table("taylor_table1", "csv"),
+        runs=[paths.taylor_run(r, d, l, n, config["taylor"]["fig2"]["repeats"]) for r, d, l, n in taylor_fig2_runs()],
     output:
-        report("figures/taylor_fig2.pdf", caption="../report/taylor.rst", category="Taylor estimation"),
+        report(paths.figure("taylor_fig2"), caption="../report/taylor.rst", category="Taylor estimation"),
     params:
         runs=taylor_fig2_runs(),
         cfg=config["taylor"],

@@ -1,7 +1,7 @@
 """A chain's steps (DPareto's or a peer's) as Snakemake runs them locally: inside its own process.
 
 `propose_round` is one round of the `bo_propose` rule, `evaluate_point` one evaluation of the
-`bo_evaluate` rule. As a script job each evaluation cost ~2.5 s of interpreter start-up, imports
+`bo_evaluate` rule (`propose_in_rule` and `evaluate_in_rule` call them with the rule's objects). As a script job each evaluation cost ~2.5 s of interpreter start-up, imports
 (numba, pandas, dptradeoff) and data loading around a training that on the default config takes
 ~0.1 s; in-process the libraries are imported and each dataset read and prepared once per
 workflow run (`prepared_data`). The linear trainer's numba kernel releases the GIL and torch does
@@ -30,7 +30,7 @@ from collections import defaultdict
 import pandas as pd
 import threadpoolctl
 
-from .. import UserError
+from .. import UserError, paths
 from ..io import read_provenance
 from ..problems import resolve, succeeded
 from ..problems.evaluate import evaluate, load_data, source_label
@@ -113,7 +113,7 @@ def propose_round(*, method, problem: str, definition: dict | None, initial: str
             raise
 
 
-def chain_context(problem, utility_floor: float | None = None, data_dir: str = "results/data"):
+def chain_context(problem, utility_floor: float | None = None, data_dir: str = paths.DATA_DIR):
     """The training rows and error floor of the problem's prepared data (`bo.propose.Context`)."""
     from .propose import Context
 
@@ -121,12 +121,12 @@ def chain_context(problem, utility_floor: float | None = None, data_dir: str = "
     return Context(data.n_train if data is not None else None, problem.error_floor(data, utility_floor))
 
 
-def prepared_data(problem, data_dir: str = "results/data"):
+def prepared_data(problem, data_dir: str = paths.DATA_DIR):
     """The problem's dataset as its oracle prepares it (`load_data`), loaded once per process and
     version of the dataset's files."""
     if problem.dataset is None:
         return None
-    files = [f"{data_dir}/{problem.dataset}/{part}.parquet" for part in ("train", "test")]
+    files = [paths.data(problem.dataset, part, data_dir) for part in ("train", "test")]
     key = (problem.name, repr(problem), *((os.path.abspath(f), os.stat(f).st_mtime_ns) for f in files))
     with _data_lock:   # one thread loads, the others wait for it rather than loading it too
         if key not in _data:
@@ -160,3 +160,32 @@ def evaluate_point(*, method: str, problem: str, definition: dict | None, conver
         except UserError as exc:
             logging.getLogger(__name__).error("%s", exc)
             raise
+
+
+@contextlib.contextmanager
+def _sentence_only():
+    """A UserError raised afresh, so Snakemake shows its sentence (also in the job's log) instead of
+    the library's traceback."""
+    try:
+        yield
+    except UserError as exc:
+        raise UserError(str(exc)) from None
+
+
+def propose_in_rule(wildcards, input, output, params, log) -> None:
+    """The body of the `bo_propose` run: rule: Snakemake's objects in, `propose_round`'s arguments out."""
+    with _sentence_only():
+        propose_round(method=params.method, problem=wildcards.problem, definition=params.problem, initial=input.initial,
+                      evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
+                      output=output[0], log=log[0], batch_size=params.batch_size, seed=params.seed,
+                      run=int(wildcards.run), round_index=int(wildcards.round), utility_floor=params.utility_floor)
+
+
+def evaluate_in_rule(wildcards, input, output, params, log) -> None:
+    """The body of the `bo_evaluate` run: rule."""
+    with _sentence_only():
+        evaluate_point(method=params.method, problem=wildcards.problem, definition=params.problem,
+                       conversion=params.conversion, proposal=input.proposal, output=output[0], log=log[0],
+                       chain=wildcards.chain, index=int(wildcards.i), batch_size=params.batch_size,
+                       repeats=params.repeats, seed=params.seed, run=int(wildcards.run),
+                       initial_points=params.initial_points)

@@ -17,7 +17,7 @@ import traceback
 import numpy as np
 import pandas as pd
 
-from .. import UserError, __version__
+from .. import UserError, __version__, paths
 from ..io import read_matrix, read_provenance
 from ..seeds import derive_seed
 from .oracle import Data
@@ -26,18 +26,19 @@ from .problem import Problem
 log = logging.getLogger(__name__)
 
 
-def load_data(problem: Problem, data_dir: str = "results/data") -> Data | None:
+def load_data(problem: Problem, data_dir: str = paths.DATA_DIR) -> Data | None:
     """The problem's dataset as its oracle prepares it (None for a problem without one)."""
     if problem.dataset is None:
         return None
-    xtr, ytr = read_matrix(f"{data_dir}/{problem.dataset}/train.parquet")
-    xte, yte = read_matrix(f"{data_dir}/{problem.dataset}/test.parquet")
-    meta = read_provenance(f"{data_dir}/{problem.dataset}/train.parquet")
+    train, test = (paths.data(problem.dataset, part, data_dir) for part in ("train", "test"))
+    xtr, ytr = read_matrix(train)
+    xte, yte = read_matrix(test)
+    meta = read_provenance(train)
     data = Data(xtr, ytr, xte, yte, meta.get("source", "unknown"), meta.get("source_label", "unknown"))
     return problem.oracle.prepare(data)
 
 
-def error_floor(problem: Problem, utility_floor: float | None = None, data_dir: str = "results/data") -> float:
+def error_floor(problem: Problem, utility_floor: float | None = None, data_dir: str = paths.DATA_DIR) -> float:
     """The problem's error floor for front-quality metrics (`Problem.error_floor`) on its dataset."""
     return problem.error_floor(load_data(problem, data_dir), utility_floor)
 

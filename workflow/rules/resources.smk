@@ -1,0 +1,66 @@
+# What the jobs ask a scheduler for (dptradeoff.resources; docs/cluster.md), as the rules' `resources:`
+# functions. The jobs that train: runtime from the job's own points, memory from the shape of its data,
+# a GPU where config asks and the oracle trains with torch. Each grows with `attempt`, so a job retried
+# after running out gets more.
+import pandas as pd
+
+from dptradeoff import resources
+from dptradeoff.problems.tables import read_frame
+
+
+def evaluation_runtime(points_of):
+    """A rule's `runtime`: `points_of(wildcards, input)` are the points the job trains."""
+
+    def runtime(wildcards, input, attempt):
+        problem = KNOWN_PROBLEMS[wildcards.problem]
+        return resources.evaluation_runtime(problem, points_of(wildcards, input), problem_repeats(wildcards.problem),
+                                            resources.training_rows(list(input.data)), attempt)
+
+    return runtime
+
+
+def evaluation_mem_mb(wildcards, input, attempt):
+    return resources.evaluation_mem_mb(list(input.data), attempt)
+
+
+def evaluation_gpu(wildcards):
+    return int(config["cluster"]["gpu"] and KNOWN_PROBLEMS[wildcards.problem].oracle.uses_gpu)
+
+
+# The points each kind of evaluation job trains, for evaluation_runtime.
+def batch_points(wildcards, input):
+    return evaluation_batches().take(read_frame(input.points), int(wildcards.batch))
+
+
+def chain_point(wildcards, input):
+    i = int(wildcards.i) % chain_batch_size(wildcards.chain)
+    return read_frame(input.proposal).iloc[i:i + 1]
+
+
+def costliest_point(wildcards, input):
+    problem = resolve(wildcards.problem, problem_definition(wildcards.problem), RDP_CONVERSION)
+    return pd.DataFrame([resources.costliest_point(problem)])
+
+
+# Table 3's trial jobs (expost_ml_trials): runtime from the job's candidates and network.
+def expost_ml_model(wildcards):
+    """The network (or linear model) Table 3 trains on the dataset: MNIST's is expost.table3.mnist_model."""
+    return config["expost"]["table3"]["mnist_model"] if wildcards.dataset == "mnist" else None
+
+
+def expost_ml_trials_runtime(wildcards, input, attempt):
+    """Minutes from the job's own candidates, n and the model's measured cost (resources.py)."""
+    return resources.table3_trials_runtime(read_frame(input.candidates), resources.training_rows([input.train]),
+                                           expost_ml_model(wildcards), config["expost"]["table3"], attempt)
+
+
+def expost_ml_gpu(wildcards):
+    """One GPU for the MNIST trials (torch) where config asks (cluster.gpu)."""
+    return int(config["cluster"]["gpu"] and wildcards.dataset == "mnist")
+
+
+def per_attempt(amount):
+    """A fixed request (minutes or MB) that grows with each retry. The rules that simulate or build
+    data use these: peak RSS measured on the default config through SLURM is 0.2-1.6 GB and run
+    times 10-90 s (README, "On a cluster"); the requests leave room for the paper configs."""
+    return lambda wildcards, attempt: amount * attempt

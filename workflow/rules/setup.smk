@@ -1,0 +1,63 @@
+# What every rule file relies on: the library, the validated config, the constants the rules share,
+# the wildcards' constraints, and a fix to Snakemake's local scheduler.
+import os
+import re
+import sys
+
+# The workflow imports the library from this checkout; rule jobs import the installed package
+# (envs/setup.sh and envs/environment.yaml install this checkout in editable mode).
+sys.path.insert(0, os.path.join(workflow.basedir, "src"))
+
+from dptradeoff import UserError, paths
+from dptradeoff.config import check as check_config
+from dptradeoff.data.sources import DATASETS
+from dptradeoff.peers import PEERS
+from dptradeoff.problems import PROBLEMS, definition, resolve
+from dptradeoff.stats.front_metrics import MetricSettings
+
+try:
+    check_config(config, os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
+except UserError as exc:
+    raise WorkflowError(str(exc)) from None
+
+CONDA_ENV = "../../envs/environment.yaml"
+# A DPareto chain is sequential: its jobs, and those of the random run whose first points start it,
+# go first whenever one is ready, so the independent fan-out fills the cores around the chains
+# instead of a chain running alone at the end of a run.
+CHAIN_PRIORITY = 10
+# How every privacy oracle turns DP-SGD's RDP into (epsilon, delta): dp_accounting's improved
+# conversion, or the classic one the DPareto paper (autodp) used (config/README.md).
+RDP_CONVERSION = config["privacy"]["conversion"]
+# Grid axes: log-spaced where a parameter is searched on a log scale, or linspace (the original).
+GRID_SPACING = config["dpareto"]["grid_spacing"]
+METRIC_SETTINGS = MetricSettings.from_config(config["statistics"])
+
+# Every problem this config can name: the built-ins and those its `problems:` entries define
+# (config.check has resolved each definition once already, so these cannot fail).
+KNOWN_PROBLEMS = {**PROBLEMS, **{name: resolve(name, definition(config, name), RDP_CONVERSION)
+                                 for name, settings in config["problems"].items() if "oracle" in settings}}
+
+
+wildcard_constraints:
+    dataset="|".join(DATASETS),
+    run=r"0|[1-9]\d*",
+    batch=r"0|[1-9]\d*",
+    round=r"0|[1-9]\d*",
+    chain=r"bo|bo-q[1-9]\d*|" + "|".join(re.escape(name) for name in PEERS),
+    i=r"0|[1-9]\d*",
+    k=r"[1-9]\d*",
+    problem="|".join(re.escape(name) for name in KNOWN_PROBLEMS),
+
+
+# Snakemake 9 (9.27.1 here) starts a 1 s threading.Timer on every pass of its scheduling loop whenever a
+# job-rate limiter exists, which the CLI always makes (--max-jobs-per-timespan defaults to 100/1s); each
+# timer wakes the loop, which starts another, so the chains of timers multiply with every job that
+# finishes. On the default config's ~800 jobs the scheduler spent 17 of the run's first 31 minutes of CPU
+# re-evaluating, with 600+ timers alive and 224,000 threads started (py-spy; snakemake/snakemake#3804
+# reports such a thread storm). A local run submits to no queue, so the limiter protects nothing: it is
+# switched off there (a cluster executor keeps it).
+onstart:
+    if workflow.local_exec and getattr(workflow, "scheduler", None) is not None:
+        workflow.scheduler.job_rate_limiter = None
+        print("dptradeoff: Snakemake's job-rate limiter is off for this local run (its timers multiplied; "
+              "workflow/rules/setup.smk)", file=sys.stderr)
