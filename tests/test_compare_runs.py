@@ -19,7 +19,9 @@ def _run(root, seconds, value=0.25, note="one seed", date="20261126"):
     (root / "results" / "x").mkdir(parents=True)
     frame = pd.DataFrame({"epsilon": [0.5, 1.0], "error": [value, 0.2], "wall_seconds": [seconds, 2 * seconds]})
     write_frame(frame, str(root / "results" / "x" / "evaluations.parquet"), {"seed": 1, "seconds": seconds})
-    frame.rename(columns={"wall_seconds": "seconds_per_proposal"}).to_csv(root / "tables" / "t.csv", index=False)
+    with open(root / "tables" / "t.csv", "w") as f:
+        f.write("# data: embedded adult; config: config/config.yaml\n")
+        frame.rename(columns={"wall_seconds": "seconds_per_proposal"}).to_csv(f, index=False)
     (root / "tables" / "t.md").write_text(MD.format(t=seconds, note=note))
     (root / "figures" / "f.pdf").write_bytes(PDF.replace(b"{date}", date.encode()))
 

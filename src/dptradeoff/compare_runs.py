@@ -41,10 +41,18 @@ def _same_parquet(a: Path, b: Path) -> bool:
     return keep(ta).equals(keep(tb)) and _untimed_metadata(ta) == _untimed_metadata(tb)
 
 
+def _csv(path: Path) -> tuple[str, pd.DataFrame]:
+    """A table's provenance line (its first line when it starts with '#') and its frame."""
+    with open(path) as f:
+        first = f.readline()
+    provenance = first if first.startswith("#") else ""
+    return provenance, pd.read_csv(path, skiprows=1 if provenance else 0)
+
+
 def _same_csv(a: Path, b: Path) -> bool:
-    fa, fb = pd.read_csv(a), pd.read_csv(b)
+    (pa, fa), (pb, fb) = _csv(a), _csv(b)
     keep = lambda f: f[[c for c in f.columns if not TIMING.search(str(c))]]  # noqa: E731
-    return keep(fa).equals(keep(fb))
+    return pa == pb and keep(fa).equals(keep(fb))
 
 
 def _untimed_markdown(text: str) -> list[str]:
