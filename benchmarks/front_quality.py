@@ -54,25 +54,18 @@ PROBLEMS = ["adult-logreg-sgd", "adult-logreg-adam", "mnist-mlp2-sgd", "svt"]
 METHODS = ["dpareto", "optuna-tpe", "optuna-gp", "botorch", "random"]
 # DPareto variants (the config's settings with these changed); `dpareto` is the config's default.
 VARIANTS = {
+    # Each differs from the config's default (`dpareto`: exact privacy, HVPoI in the region, full refits in
+    # the first 16 rounds and every 16th) in the settings it names.
     "dpareto-previous": {"privacy_model": "gp", "acquisition": "hvpoi", "full_refits_first": 0},  # the previous default
     "dpareto-hvpoi": {"privacy_model": "gp", "acquisition": "hvpoi"},  # the paper's algorithm, this config's refits
-    "dpareto-exact-ehvi-logit": {"privacy_model": "exact", "acquisition": "ehvi-logit"},
-    "dpareto-exact-ehvi-error": {"privacy_model": "exact", "acquisition": "ehvi"},
-    "dpareto-exact-ehvi-error-refit1": {"privacy_model": "exact", "acquisition": "ehvi", "refit_every": 1},
-    "dpareto-exact-hvpoi-region": {"privacy_model": "exact", "acquisition": "hvpoi-region"},
-    "dpareto-gp-ehvi": {"privacy_model": "gp", "acquisition": "ehvi"},
-    "dpareto-exact-ehvi-replications": {"privacy_model": "exact", "acquisition": "ehvi", "utility_noise": "replications"},
-    "dpareto-exact-hvpoi-region-replications": {"privacy_model": "exact", "acquisition": "hvpoi-region",
-                                                "utility_noise": "replications"},
-    "dpareto-exact-hvpoi-region-refit1": {"privacy_model": "exact", "acquisition": "hvpoi-region", "refit_every": 1},
-    "dpareto-exact-hvpoi-region-cap": {"privacy_model": "exact", "acquisition": "hvpoi-region", "utility_cap": "floor"},
-    "dpareto-exact-hvpoi-region-cap-refit1": {"privacy_model": "exact", "acquisition": "hvpoi-region",
-                                              "utility_cap": "floor", "refit_every": 1},
-    "dpareto-exact-hvpoi-region-early16": {"privacy_model": "exact", "acquisition": "hvpoi-region",
-                                           "full_refits_first": 16},
-    "dpareto-exact-ehvi-error-early16": {"privacy_model": "exact", "acquisition": "ehvi", "full_refits_first": 16},
-    "dpareto-margin": {"floor_margin": 0.01},   # the default with improvement counted from 0.01 below the floor
-    "dpareto-exact-ehvi-cap": {"privacy_model": "exact", "acquisition": "ehvi", "utility_cap": "floor"},
+    "dpareto-exact-hvpoi-region": {"full_refits_first": 0},            # no early full refits
+    "dpareto-exact-hvpoi-region-refit1": {"refit_every": 1},           # full refits every round
+    "dpareto-exact-ehvi-error": {"acquisition": "ehvi"},
+    "dpareto-exact-ehvi-logit": {"acquisition": "ehvi-logit"},
+    "dpareto-exact-ehvi-error-refit1": {"acquisition": "ehvi", "refit_every": 1},
+    "dpareto-exact-hvpoi-region-replications": {"utility_noise": "replications"},
+    "dpareto-exact-hvpoi-region-cap": {"utility_cap": "floor"},
+    "dpareto-margin": {"floor_margin": 0.01},   # improvement counted from 0.01 below the floor
 }
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config", "config.yaml")
 
