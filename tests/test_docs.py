@@ -112,8 +112,11 @@ def _slug(heading: str) -> str:
 def _anchors(path: Path) -> set[str]:
     seen: dict[str, int] = {}
     anchors = set()
-    for line in _prose(path).split("\n"):
-        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+    fenced = False
+    for line in path.read_text().split("\n"):   # headings as written (inline code kept), fences skipped
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        m = None if fenced else re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
         if m:
             base = _slug(m.group(1))
             n = seen.get(base, 0)
