@@ -1,6 +1,6 @@
 """What a job asks a scheduler for, in Snakemake's generic resources (`mem_mb`, `runtime` in
 minutes, `gpu`): the evaluation jobs' from the points they train and the data they load, the
-others' from measurements of the default config (README, "On a cluster"). Locally these only
+others' from measurements of the default config (docs/cluster.md). Locally these only
 bound how many jobs run at once (`--resources mem_mb=...`); on SLURM they become --mem, -t, --gpus.
 
 Requests are estimates times SAFETY, and grow with Snakemake's `attempt`: a job killed for its

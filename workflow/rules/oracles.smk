@@ -1,5 +1,5 @@
 # Oracle evaluations fanned out as Parquet. A method's points (random sample, grid) are written
-# once, then evaluated `points_per_job` points per job (README: interpreter start-up vs work).
+# once, then evaluated `points_per_job` points per job (docs/outputs.md#cost: interpreter start-up vs work).
 
 
 rule random_points:

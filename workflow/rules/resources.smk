@@ -62,5 +62,5 @@ def expost_ml_gpu(wildcards):
 def per_attempt(amount):
     """A fixed request (minutes or MB) that grows with each retry. The rules that simulate or build
     data use these: peak RSS measured on the default config through SLURM is 0.2-1.6 GB and run
-    times 10-90 s (README, "On a cluster"); the requests leave room for the paper configs."""
+    times 10-90 s (docs/cluster.md); the requests leave room for the paper configs."""
     return lambda wildcards, attempt: amount * attempt

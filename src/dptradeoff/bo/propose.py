@@ -58,7 +58,7 @@ REFINEMENT_TOLERANCE = 1e-7
 class Settings:
     candidates: int = 5000
     gp_restarts: int = 3
-    reference: str = "adaptive"  # GPflowOpt's, which the published runs used (README: fixed vs adaptive)
+    reference: str = "adaptive"  # GPflowOpt's, which the published runs used (docs/dpareto.md: fixed vs adaptive)
     refit_every: int = 1       # rounds between full ML-II restarts (1: every round, as the paper)
     full_refits_first: int = 0  # full ML-II restarts in each of the first this many rounds too (few points: cheap)
     inputs: str = "log-unit-cube"  # the GPs' input geometry (transforms.INPUTS)

@@ -14,7 +14,7 @@ from scipy import special
 from .. import UserError
 from ..privacy.repeat_and_select import tnb_gamma, tnb_mean  # noqa: F401 - the TNB's mean, where its sampling is
 
-# "none" never drops (k = 0): what paper 004's Table 1-2 numbers for Alg. 3 imply (README); Thms 11
+# "none" never drops (k = 0): what paper 004's Table 1-2 numbers for Alg. 3 imply (docs/expost.md); Thms 11
 # and 13 do not cover it, and no table labels it a guarantee.
 DROPPING = ("geometric", "exponential", "none")
 

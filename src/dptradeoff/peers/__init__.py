@@ -1,5 +1,5 @@
 """The optimisers practitioners would otherwise use, as chain methods beside DPareto: Optuna's TPE
-and GP samplers, and BoTorch's qLogNEHVI (`dpareto.methods`; docs in README §"Front quality")."""
+and GP samplers, and BoTorch's qLogNEHVI (`dpareto.methods`; docs in docs/front-quality.md)."""
 from __future__ import annotations
 
 from .base import Peer

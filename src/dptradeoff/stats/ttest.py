@@ -44,7 +44,7 @@ def table2(runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], part_size: int, p
     its whole chain (the k0 initial points and its k BO points); each random part has `part_size` points.
     Each mean difference is split into what the points better than the floor earn and what the points no
     better than it add (FrontMetric.split). The paper's values (and the spread across parts its CI implies)
-    are printed beside every metric's: which metric reproduces them is the question (README)."""
+    are printed beside every metric's: which metric reproduces them is the question (docs/front-quality.md)."""
     rows = []
     for problem, (bo_points, random_evals) in runs.items():
         random_parts = split_parts(random_evals, part_size, parts)
