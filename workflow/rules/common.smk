@@ -233,3 +233,13 @@ def taylor_fig2_runs():
     """(reading, dataset, loss, n) of Fig. 2: its one reading, every size."""
     fig2 = config["taylor"]["fig2"]
     return [(fig2["reading"], d, l, n) for d in fig2["datasets"] for l in config["taylor"]["losses"] for n in fig2["samples"]]
+
+
+# The illustrative example each of Figs 1-4 shows.
+FIGURE_EXAMPLE = {"1": "outpert", "2": "svt", "3": "outpert", "4": "svt"}
+EXAMPLE_NAMES = {"outpert": "Output-perturbation logistic regression (adult)", "svt": "Sparse vector technique"}
+
+
+def figure_illustration(name):
+    """An input function: the table `name` of the example that figure {n} shows."""
+    return lambda wildcards: paths.illustration(FIGURE_EXAMPLE[wildcards.n], name)

@@ -1,15 +1,5 @@
 # Figures 1-8 (PDF), each built only from the Parquet files it needs.
 
-# The illustrative example each of Figs 1-4 shows.
-FIGURE_EXAMPLE = {"1": "outpert", "2": "svt", "3": "outpert", "4": "svt"}
-EXAMPLE_NAMES = {"outpert": "Output-perturbation logistic regression (adult)", "svt": "Sparse vector technique"}
-
-
-def figure_illustration(name):
-    """An input function: the table `name` of the example that figure {n} shows."""
-    return lambda wildcards: paths.illustration(FIGURE_EXAMPLE[wildcards.n], name)
-
-
 rule fig_oracles:
     input:
         figure_illustration("grid"),
