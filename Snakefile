@@ -21,6 +21,7 @@ include: "workflow/rules/front.smk"
 include: "workflow/rules/expost.smk"
 include: "workflow/rules/proposetest.smk"
 include: "workflow/rules/taylor.smk"
+include: "workflow/rules/release.smk"
 include: "workflow/rules/targets.smk"
 
 

@@ -62,6 +62,7 @@ def check(config: dict, schema_path: str) -> None:
         if not errors:
             raise
         raise UserError(explain(errors[0])) from None
+    _add_release_problems(config)
     _check_relations(config)
 
 
@@ -71,7 +72,7 @@ def _check_problems(config: dict) -> None:
     from .problems import PROBLEMS, definition, resolve
 
     for name, settings in config.get("problems", {}).items():
-        if name not in PROBLEMS and "oracle" not in settings:
+        if name not in PROBLEMS and "oracle" not in settings and "rows" not in settings:
             raise UserError(f"problems.{name} is not a built-in problem ({', '.join(PROBLEMS)}); to define a problem "
                             f"of your own give it an `oracle:` (config/README.md).")
         resolve(name, definition(config, name))
@@ -79,6 +80,24 @@ def _check_problems(config: dict) -> None:
         if name not in PROBLEMS and "oracle" not in config.get("problems", {}).get(name, {}):
             raise UserError(f"dpareto.problems names {name!r}, which is neither built in ({', '.join(PROBLEMS)}) nor "
                             f"defined under problems.{name}; define it there or fix the name.")
+
+
+def _add_release_problems(config: dict) -> None:
+    """The release's tuning problem (`<problem>-tuning`, the problem on its tuning split) joins
+    `problems:`, so every DPareto rule can characterise its front; and the release's names are checked."""
+    from .problems import PROBLEMS
+    from .release.settings import PublicTuning, ReleaseSettings, derived_problem_entries
+
+    if "release" not in config:
+        return
+    settings = ReleaseSettings.from_config(config)
+    for key, name in (("release.problem", settings.problem), ("release.tuning.public", settings.tuning_problem)):
+        if name not in PROBLEMS and "oracle" not in config.get("problems", {}).get(name, {}):
+            raise UserError(f"{key} names {name!r}, which is neither built in ({', '.join(PROBLEMS)}) nor defined "
+                            f"under problems.{name}; define it there or fix the name.")
+        if not isinstance(settings.tuning, PublicTuning):
+            break
+    config.setdefault("problems", {}).update(derived_problem_entries(config))
 
 
 def _check_dpareto(dpareto: dict) -> None:

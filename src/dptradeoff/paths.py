@@ -106,3 +106,32 @@ def table(name: str, ext: str) -> str:
 def tables(name: str) -> list[str]:
     """A table in every format."""
     return [table(name, ext) for ext in TABLE_FORMATS]
+
+
+@dataclass(frozen=True)
+class ReleaseFiles:
+    """A release's files: the released `model` (.npz), its `candidates` (Parquet) and its `record` (JSON:
+    hyperparameters, eps0, the total and what it covers, the test accuracy)."""
+    problem: str
+
+    @property
+    def folder(self) -> str:
+        return f"results/release/{self.problem}"
+
+    @property
+    def record(self) -> str:
+        return f"{self.folder}/release.json"
+
+    @property
+    def model(self) -> str:
+        return f"{self.folder}/model.npz"
+
+    @property
+    def candidates(self) -> str:
+        return f"{self.folder}/candidates.parquet"
+
+    def files(self) -> dict:
+        return {"record": self.record, "model": self.model, "candidates": self.candidates}
+
+
+RELEASE = ReleaseFiles("{problem}")

@@ -35,7 +35,7 @@ METRIC_SETTINGS = MetricSettings.from_config(config["statistics"])
 # Every problem this config can name: the built-ins and those its `problems:` entries define
 # (config.check has resolved each definition once already, so these cannot fail).
 KNOWN_PROBLEMS = {**PROBLEMS, **{name: resolve(name, definition(config, name), RDP_CONVERSION)
-                                 for name, settings in config["problems"].items() if "oracle" in settings}}
+                                 for name, settings in config["problems"].items() if "oracle" in settings or "rows" in settings}}
 
 
 wildcard_constraints:

@@ -39,8 +39,15 @@ def taylor_targets():
     return [paths.figure("taylor_fig1"), paths.table("taylor_table1", "csv"), paths.figure("taylor_fig2")]
 
 
+def release_targets():
+    problem = RELEASE_SETTINGS.problem
+    return [paths.ReleaseFiles(problem).record, paths.figure(f"release-{problem}"),
+            *paths.tables(f"release-{problem}")]
+
+
 STUDY_TARGETS = {"dpareto": dpareto_targets, "illustrations": illustration_targets, "batch": batch_targets,
-                 "expost": expost_targets, "proposetest": proposetest_targets, "taylor": taylor_targets}
+                 "expost": expost_targets, "proposetest": proposetest_targets, "taylor": taylor_targets,
+                 "release": release_targets}
 
 
 def all_targets():

@@ -40,8 +40,11 @@ class DPSGD(Oracle):
         return majority_share(data)
 
     def epsilon(self, point, *, n, delta):
-        event = dpsgd.training_event(n, point["lot_size"], point["epochs"], point["noise"])
-        return self.accountant.epsilon(event, delta)
+        return self.accountant.epsilon(self.event(point, n=n), delta)
+
+    def event(self, point, *, n):
+        """A training's privacy as an event (a release composes and calibrates it)."""
+        return dpsgd.training_event(n, point["lot_size"], point["epochs"], point["noise"])
 
     # One epoch costs n * (per_example + per_step / lot) seconds on one core: measured at lots from the
     # domain's smallest to its largest, 2 epochs, after a warm-up (benchmarks/training_cost.py).
@@ -75,6 +78,20 @@ class LinearDPSGD(DPSGD):
         w = linear.train(data.x_train, data.y_train, self.loss, self.optimizer, self.hyper(point), repeats, rng)
         return linear.accuracy(w, data.x_test, data.y_test)
 
+    def train(self, point, data, rng):
+        """One training's weights (bias last), for a release."""
+        from ..train import linear
+
+        return linear.train(data.x_train, data.y_train, self.loss, self.optimizer, self.hyper(point), 1, rng)[0]
+
+    def score(self, model, data):
+        from ..train import linear
+
+        return float(linear.accuracy(model[None], data.x_test, data.y_test)[0])
+
+    def weights(self, model):
+        return {"weights_bias_last": model}
+
 
 @dataclass(frozen=True)
 class MLPDPSGD(DPSGD):
@@ -99,6 +116,18 @@ class MLPDPSGD(DPSGD):
         hp = self.hyper(point)
         return np.array([mlp.accuracy(mlp.train(data.x_train, data.y_train, self.architecture, self.optimizer, hp, int(s)),
                                       data.x_test, data.y_test) for s in seeds])
+
+    def train(self, point, data, rng):
+        """One training's parameters (weights and biases per layer), for a release."""
+        from ..train import mlp
+
+        return mlp.train(data.x_train, data.y_train, self.architecture, self.optimizer, self.hyper(point),
+                         int(rng.integers(0, 2**62)))
+
+    def score(self, model, data):
+        from ..train import mlp
+
+        return mlp.accuracy(model, data.x_test, data.y_test)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ def load_data(problem: Problem, data_dir: str = paths.DATA_DIR) -> Data | None:
     xte, yte = read_matrix(test)
     meta = read_provenance(train)
     data = Data(xtr, ytr, xte, yte, meta.get("source", "unknown"), meta.get("source_label", "unknown"))
+    if problem.rows is not None:
+        data = problem.rows.select(data)
     return problem.oracle.prepare(data)
 
 

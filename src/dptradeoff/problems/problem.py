@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import UserError
 from .oracle import Oracle
+from .rows import RowSplit
 from .sampling import Sampler
 
 
@@ -33,6 +34,7 @@ class Problem:
     utility: str = "accuracy"  # what the utility oracle measures (axis labels)
     default_repeats: int = 10  # R of the paper
     description: str = ""
+    rows: RowSplit | None = None   # a part of the dataset's training rows (a release's tuning split), or all
 
     @property
     def names(self) -> list[str]:
@@ -67,6 +69,13 @@ class Problem:
         the config states it, else the oracle's `trivial_utility(data)`, else utility 0)."""
         trivial = utility_floor if utility_floor is not None else self.oracle.trivial_utility(data)
         return 1.0 - (float(trivial) if trivial is not None else 0.0)
+
+    def on_rows(self, name: str, rows: RowSplit) -> "Problem":
+        """The problem, named `name`, on a part of its dataset's training rows (`rows.RowSplit`)."""
+        if self.dataset is None:
+            raise UserError(f"{self.name} has no dataset of the pipeline, so its rows cannot be split; use "
+                            f"release.tuning: {{public: <problem>}} instead.")
+        return replace(self, name=name, rows=rows)
 
     def with_conversion(self, conversion: str) -> "Problem":
         """The problem accounting with the RDP -> (epsilon, delta) conversion `privacy.conversion` names."""

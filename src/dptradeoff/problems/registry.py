@@ -60,7 +60,8 @@ PROBLEMS: dict[str, Problem] = {
 
 # The keys of a `problems.<name>` config entry that define a problem (the others, repeats and
 # grids, say how a study uses it).
-DEFINITION_KEYS = ("ranges", "oracle", "options", "dataset", "delta", "utility", "domain", "sampling", "description")
+DEFINITION_KEYS = ("ranges", "oracle", "options", "dataset", "delta", "utility", "domain", "sampling", "description",
+                   "rows")
 
 
 def definition(config: dict, name: str) -> dict:
@@ -82,6 +83,12 @@ def resolve(name: str, definition: dict | None = None, conversion: str = "dp_acc
     """The problem `name` as its config entry defines it: a built-in narrowed by `ranges`, or, where
     the entry names an `oracle`, the user-defined problem it describes (`problems.user`)."""
     definition = definition or {}
+    if "rows" in definition:   # a release's tuning split: the problem `rows.of`, on part of its rows
+        from .rows import RowSplit
+
+        rows = definition["rows"]
+        whole = resolve(rows["of"], {k: v for k, v in definition.items() if k != "rows"}, conversion)
+        return whole.on_rows(name, RowSplit.from_definition(rows))
     if "oracle" in definition:
         from .user import user_problem
 

@@ -1,0 +1,86 @@
+"""A release's figure and table: the tuning front, the released model at its total epsilon (the
+guarantee) and at eps0 (one trial's training alone), and the front's best utility at the total:
+the price of private tuning, shown."""
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .common import save
+
+
+def release_figure(record: dict, out: str, config: str) -> None:
+    fig, ax = plt.subplots(figsize=(6.5, 4.6))
+    front = record["front"]
+    eps, util = np.asarray(front["epsilon"], dtype=float), np.asarray(front["utility"], dtype=float)
+    if len(eps):
+        ax.step(eps, util, where="post", color="0.4", lw=1.5,
+                label=f"tuning front ({record['tuning']['problem']}: tuning rows, not protected)")
+        ax.scatter(eps, util, s=10, color="0.4")
+    total, eps0, accuracy = record["guarantee"]["epsilon"], record["eps0"], record["test_accuracy"]
+    ax.plot([eps0, total], [accuracy, accuracy], color="C3", lw=1, ls=":")
+    ax.scatter([total], [accuracy], color="C3", marker="*", s=140, zorder=3,
+               label=f"released model at its total ε = {total:.3g} (the guarantee, tuning included)")
+    ax.scatter([eps0], [accuracy], facecolors="white", edgecolors="C3", marker="o", s=60, zorder=3,
+               label=f"the same model at ε0 = {eps0:.3g} (one trial's training alone: not the guarantee)")
+    best = front["best_utility_at_total"]
+    if math.isfinite(best):
+        ax.scatter([total], [best], color="C0", marker="D", s=45, zorder=3,
+                   label=f"front's best at ε ≤ {total:.3g}: {best:.3f} (tuning not counted)")
+        ax.annotate("", xy=(total, accuracy), xytext=(total, best),
+                    arrowprops=dict(arrowstyle="->", color="C0", lw=1))
+    reference = record["reference_without_private_tuning"]["test_accuracy"]
+    if math.isfinite(reference):
+        ax.scatter([total], [reference], color="C2", marker="s", s=40, zorder=3,
+                   label=f"tuned without counting it, same rows, ε = {total:.3g} for training only: {reference:.3f} (NOT private)")
+    ax.set_xscale("log")
+    ax.set_xlabel("ε")
+    ax.set_ylabel("accuracy (release: test rows; front: tuning held-out rows)")
+    ax.legend(fontsize=6, loc="lower right", framealpha=0.85)
+    caption = (f"Releasing {record['problem']} at total (ε, δ) = ({total:.3g}, {record['guarantee']['delta']:g}): "
+               f"the price of private tuning.")
+    save(fig, out, caption, [record["tuning"]["rows"] or "", record["private_rows"]], config)
+    plt.close(fig)
+
+
+def release_table(record: dict, config: str) -> tuple[pd.DataFrame, str]:
+    """(quantity, value, what it is) rows, and the table's note."""
+    g, released = record["guarantee"], record["released"]
+    hyper = ", ".join(f"{k} = {_fmt(v)}" for k, v in released["hyperparameters"].items())
+    rows = [
+        ("total epsilon", g["epsilon"], f"the guarantee at delta = {g['delta']:g} (target {g['target_epsilon']:g}); covers {g['covers']}"),
+        ("delta", g["delta"], "the guarantee's delta"),
+        ("neighbouring relation", g["neighbouring"], "what the guarantee protects"),
+        ("accounting", g["accounting"], ""),
+        ("eps0", record["eps0"], "each trial's training alone, at delta (every candidate's noise calibrated to it): NOT the guarantee"),
+        ("one trial's epsilon", record["trial_epsilon"], "one trial's training and noisy score, at delta: NOT the guarantee"),
+        ("selection", record["selection"]["describe"], ""),
+        ("candidates", len(record["candidates"]), "front points nearest the total epsilon (and their perturbations)"),
+        ("score noise sd", record["score"]["noise_sd"],
+         f"Gaussian, on the accuracy over {record['score']['validation_rows']} validation rows (sensitivity 1/{record['score']['validation_rows']})"),
+        ("released hyperparameters", hyper, "covered by the total (the selection's output)"),
+        ("released training epsilon", released["training_epsilon"], "its training alone, at delta: NOT the guarantee"),
+        ("test accuracy", record["test_accuracy"], f"measured once on {record['test_rows']} test rows: not covered by the total"),
+        ("front's best utility at epsilon <= total", record["front"]["best_utility_at_total"],
+         "tuning front (tuning rows' held-out part), its tuning not counted in its epsilon"),
+        ("front's best utility at epsilon <= eps0", record["front"]["best_utility_at_eps0"], "the same front at eps0"),
+        ("reference: tuning not counted", record["reference_without_private_tuning"]["test_accuracy"],
+         "test accuracy of the candidate best on exact validation accuracy, trained at the total epsilon: NOT private "
+         "(the selection is not private and the tuning is left out); the price of private tuning is this minus the test accuracy"),
+        ("trials run (K)", record["trials_run_not_released"], "NOT released: the guarantee assumes K stays hidden"),
+        ("tuning data", record["tuning"]["how"], record["tuning"]["rows"] or ""),
+        ("private rows", record["private_rows"], "protected by the total"),
+    ]
+    table = pd.DataFrame(rows, columns=["quantity", "value", "what it is"])
+    table["value"] = table["value"].map(_fmt)
+    note = (f"Release of {record['problem']}: {g['not_covered']}. Config: {config}.")
+    return table, note
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

@@ -1,0 +1,210 @@
+"""A release end to end: the private rows and their roles, the candidates from the tuning front, the
+accounting plan (eps0 and the total), the private selection, and the released model's single test.
+
+Roles of the data (each stated in every output):
+- tuning rows: what the front was characterised on (a split of the training rows, given up, or a
+  problem on public data): not protected, not counted;
+- private rows: the rest of the training rows, split by a seeded permutation into training rows (every
+  trial trains on them) and validation rows (every trial's DP score): protected by the total;
+- test rows: the dataset's test split, touched once, by the released model: its accuracy is a
+  measurement, not covered by the total (publish it only if the test rows are public).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from .. import UserError, __version__
+from ..io import atomic_path, write_frame
+from ..privacy.accountant import Accountant
+from ..problems.evaluate import load_data
+from ..problems.oracle import Data
+from ..problems.problem import Problem
+from ..problems.rows import RowSplit
+from ..seeds import rng as derived_rng
+from . import accounting, candidates as candidate_points
+from .selection import random_stopping
+from .settings import ReleaseSettings, SplitTuning
+from .trainers import check_releasable, oracle_target, weights
+
+log = logging.getLogger(__name__)
+
+NOT_COVERED = ("not covered by the total: the number of trials K (the bound assumes K stays hidden; publishing K "
+               "is not covered), the test accuracy (measured on the test rows), and everything about the tuning rows")
+
+
+@dataclass
+class PrivateData:
+    training: Data      # x_train/y_train: the rows every trial trains on
+    validation: Data    # x_test/y_test: the rows every trial's DP score is measured on
+    test: Data          # x_test/y_test: the dataset's test rows (the released model's single test)
+    description: str
+
+
+def private_data(problem: Problem, settings: ReleaseSettings, data_dir: str | None = None) -> PrivateData:
+    """The release problem's private rows (all training rows, or those outside the tuning split), as
+    its oracle prepares them, split into training and validation rows by a seeded permutation."""
+    if isinstance(settings.tuning, SplitTuning):
+        problem = replace(problem, rows=RowSplit(settings.tuning.fraction, settings.split_seed(), "private",
+                                                 settings.tuning.holdout))
+    data = load_data(problem, data_dir) if data_dir else load_data(problem)
+    if data is None:
+        raise UserError(f"{problem.name} has no dataset of the pipeline, so it has no private rows to release a model "
+                        f"of; give it a `dataset:`.")
+    n = data.n_train
+    n_val = int(round(settings.validation * n))
+    if not 1 <= n_val <= n - 1:
+        raise UserError(f"release.validation = {settings.validation} of {n} private rows leaves no training or no "
+                        f"validation row; choose a share between {1 / n:.3g} and {1 - 1 / n:.3g}.")
+    order = derived_rng(settings.seed, "release-validation", settings.problem).permutation(n)
+    val, train = np.sort(order[:n_val]), np.sort(order[n_val:])
+    training = replace(data, x_train=data.x_train[train], y_train=data.y_train[train])
+    validation = replace(data, x_test=data.x_train[val], y_test=data.y_train[val])
+    return PrivateData(training, validation, data,
+                       f"{data.source_label}; private rows: {len(train)} training + {n_val} validation; "
+                       f"test rows: {len(data.y_test)}")
+
+
+def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.DataFrame, settings: ReleaseSettings,
+            accountant: Accountant, data_dir: str | None = None, utility_floor: float | None = None) -> dict:
+    """Run the release; returns its record (what `write` saves), with the model under `model`."""
+    check_releasable(problem)
+    if set(tuning_problem.names) != set(problem.names):
+        raise UserError(f"The tuning problem {tuning_problem.name} has parameters {tuning_problem.names}, but "
+                        f"{problem.name} has {problem.names}; tune on a problem with the same parameters.")
+    start = time.perf_counter()
+    oracle = oracle_target(problem)
+    private = private_data(problem, settings, data_dir)
+    tuning_data = load_data(tuning_problem, data_dir) if data_dir else load_data(tuning_problem)
+    floor = tuning_problem.error_floor(tuning_data, utility_floor)
+    front = candidate_points.front_points(tuning_evaluations, tuning_problem, floor)
+    points, values, origins = candidate_points.choose(front, problem, settings.epsilon, settings.candidates,
+                                                      derived_rng(settings.seed, "release-candidates", problem.name))
+    n_train, n_val = private.training.n_train, len(private.validation.y_test)
+    plan = accounting.plan(points, lambda p: oracle.event(p, n=n_train), total=settings.epsilon, delta=settings.delta,
+                           eta=settings.selection.eta, mean_trials=settings.selection.mean_trials,
+                           score_noise=settings.score_noise, validation_rows=n_val, accountant=accountant,
+                           front_values=values, origins=origins)
+    log.info("%s: eps0 = %.4g for %d candidates; total epsilon %.4g at delta %g", problem.name, plan.eps0,
+             len(plan.candidates), plan.total_epsilon, settings.delta)
+    if plan.total_epsilon > settings.epsilon:   # the plan's own check, once more where it matters
+        raise AssertionError(f"the release's total epsilon {plan.total_epsilon} exceeds {settings.epsilon}")
+
+    def trial(rng):
+        chosen = plan.candidates[int(rng.integers(len(plan.candidates)))]
+        model = oracle.train(chosen.point, private.training, rng)
+        accuracy = float(oracle.score(model, private.validation))
+        if not 0 <= accuracy <= 1:
+            raise UserError(f"The score() of {problem.name}'s oracle returned {accuracy}; it must be an accuracy in "
+                            f"[0, 1] (its sensitivity, 1/validation rows, is what the score's noise is calibrated to).")
+        return accuracy + rng.normal(0.0, settings.score_noise), (chosen, model)
+
+    selected = random_stopping(trial, settings.selection.eta, settings.selection.mean_trials,
+                               derived_rng(settings.seed, "release-selection", problem.name))
+    chosen, model = selected.output
+    test_accuracy = float(oracle.score(model, private.test))
+    reference = reference_without_private_tuning(points, oracle, private, settings, accountant,
+                                                 derived_rng(settings.seed, "release-reference", problem.name))
+    front_eps, front_util = front["epsilon"].to_numpy(), front["utility"].to_numpy()
+    record = {
+        "problem": problem.name,
+        "tuning": {"problem": tuning_problem.name, "how": settings.tuning.describe(),
+                   "rows": tuning_data.source_label if tuning_data else None},
+        "private_rows": private.description,
+        "guarantee": {"epsilon": plan.total_epsilon, "delta": settings.delta, "target_epsilon": settings.epsilon,
+                      "covers": "every trial's DP-SGD training on the private training rows, every trial's noisy score "
+                                "on the private validation rows, and the selection of the best trial (the released "
+                                "model and its hyperparameters)",
+                      "neighbouring": f"{oracle_neighbouring(problem)}: neighbouring private datasets differ in one row "
+                                      f"of the training or of the validation rows (a split by position, fixed by the seed)",
+                      "accounting": "RDP: trial = random choice among the candidates (largest RDP at each order) of "
+                                    "training + Gaussian score; RepeatAndSelectDpEvent (Papernot & Steinke 2022, Thm 2); "
+                                    f"converted by {accountant.conversion.name}",
+                      "not_covered": NOT_COVERED},
+        "selection": {"method": "random-stopping", "eta": settings.selection.eta,
+                      "mean_trials": settings.selection.mean_trials, "describe": settings.selection.describe()},
+        "eps0": plan.eps0,
+        "trial_epsilon": plan.trial_epsilon,
+        "score": {"noise_sd": settings.score_noise, "validation_rows": n_val,
+                  "noise_multiplier": plan.score_noise_multiplier, "sensitivity": 1 / n_val},
+        "released": {"hyperparameters": chosen.point, "training_epsilon": chosen.training_epsilon,
+                     "origin": chosen.origin, "front_epsilon": chosen.front_epsilon,
+                     "front_utility": chosen.front_utility, "noisy_validation_score": selected.score},
+        "test_accuracy": test_accuracy,
+        "test_rows": len(private.test.y_test),
+        "trials_run_not_released": selected.trials,
+        "reference_without_private_tuning": reference,
+        "front": {"epsilon": front_eps.tolist(), "utility": front_util.tolist(),
+                  "best_utility_at_total": _best_at(front_eps, front_util, plan.total_epsilon),
+                  "best_utility_at_eps0": _best_at(front_eps, front_util, plan.eps0)},
+        "candidates": [asdict(c) for c in plan.candidates],
+        "seconds": time.perf_counter() - start,
+        "package_version": __version__,
+        "model": model,
+    }
+    log.info("%s: released %s after %d trials (not released); test accuracy %.4f", problem.name, chosen.point,
+             selected.trials, test_accuracy)
+    return record
+
+
+def reference_without_private_tuning(points, oracle, private: PrivateData, settings: ReleaseSettings,
+                                     accountant: Accountant, rng) -> dict:
+    """What tuning without accounting for it gives on the same rows: every candidate trained once with
+    its noise calibrated to the *total* epsilon, the best by exact validation accuracy, tested once.
+    NOT private (the selection reads the validation rows without noise and its epsilon leaves the
+    tuning out): a diagnostic for the price of private tuning, never released."""
+    from ..privacy.calibration import calibrate_noise
+
+    n_train = private.training.n_train
+    best = None
+    for point in points:
+        cal = calibrate_noise(accountant, lambda z, p=point: oracle.event({**p, "noise": z}, n=n_train),
+                              settings.epsilon, settings.delta)
+        if cal is None:
+            continue
+        calibrated = {**point, "noise": cal.noise}
+        model = oracle.train(calibrated, private.training, rng)
+        accuracy = float(oracle.score(model, private.validation))
+        if best is None or accuracy > best[0]:
+            best = (accuracy, calibrated, model)
+    if best is None:
+        return {"test_accuracy": math.nan, "hyperparameters": None, "validation_accuracy": math.nan}
+    return {"test_accuracy": float(oracle.score(best[2], private.test)), "hyperparameters": best[1],
+            "validation_accuracy": best[0], "trainings": len(points),
+            "what": "NOT private: each candidate trained once at the total epsilon, the best by exact validation "
+                    "accuracy; its epsilon leaves the tuning out. A diagnostic, never released"}
+
+
+def oracle_neighbouring(problem: Problem) -> str:
+    return str(problem.oracle.neighbouring)
+
+
+def _best_at(eps: np.ndarray, utility: np.ndarray, level: float) -> float:
+    """The front's best utility at epsilon <= level (NaN where no front point is that private)."""
+    within = utility[eps <= level]
+    return float(within.max()) if len(within) else math.nan
+
+
+def write(record: dict, problem: Problem, folder_files: dict, provenance: dict) -> None:
+    """The release's files: `model` (.npz of named arrays), `candidates` (Parquet), `record` (JSON, last)."""
+    with atomic_path(folder_files["model"]) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, **weights(problem, record["model"]))
+    frame = pd.DataFrame([{**c["point"], "training_epsilon": c["training_epsilon"], "front_epsilon": c["front_epsilon"],
+                           "front_utility": c["front_utility"], "origin": c["origin"]} for c in record["candidates"]])
+    write_frame(frame, folder_files["candidates"], {**provenance, "eps0": record["eps0"]})
+    saved = {k: v for k, v in record.items() if k != "model"}
+    with atomic_path(folder_files["record"]) as tmp:
+        tmp.write_text(json.dumps({**saved, "provenance": provenance}, indent=2, default=_json_default) + "\n")
+
+
+def _json_default(value):
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON")

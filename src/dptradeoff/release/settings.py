@@ -1,0 +1,113 @@
+"""The config's `release` section as typed settings: which problem is released, where its front was
+characterised (a tuning split of the training rows, or a problem on data declared public), the
+private rows' roles, the total (epsilon, delta) and the private selection."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import UserError
+from ..seeds import derive_seed
+
+TUNING_SUFFIX = "-tuning"
+
+
+@dataclass(frozen=True)
+class SplitTuning:
+    """The front is characterised on `fraction` of the training rows, which are then given up."""
+    fraction: float
+    holdout: float
+
+    def tuning_problem(self, problem: str) -> str:
+        return problem + TUNING_SUFFIX
+
+    def describe(self) -> str:
+        return (f"a tuning split of {self.fraction:g} of the training rows: those rows are given up and get no "
+                f"protection; the test rows were not used by the tuning")
+
+
+@dataclass(frozen=True)
+class PublicTuning:
+    """The front is that of another problem, trained on data the user declares public."""
+    problem: str
+
+    def tuning_problem(self, problem: str) -> str:
+        return self.problem
+
+    def describe(self) -> str:
+        return f"the front of {self.problem}, whose data the config declares public (not protected, not counted)"
+
+
+@dataclass(frozen=True)
+class RandomStopping:
+    """Papernot & Steinke's repeat-and-select: K ~ TNB(eta, gamma) trials with E[K] = mean_trials."""
+    eta: float
+    mean_trials: float
+
+    def describe(self) -> str:
+        return f"random stopping (Papernot & Steinke 2022): K ~ truncated negative binomial, eta = {self.eta:g}, E[K] = {self.mean_trials:g}"
+
+
+@dataclass(frozen=True)
+class CandidateSettings:
+    """At most `max` front points, and `perturbations` jittered copies of each (log-scale jitter up to `scale`)."""
+    max: int
+    perturbations: int
+    scale: float
+
+
+@dataclass(frozen=True)
+class ReleaseSettings:
+    problem: str
+    tuning: SplitTuning | PublicTuning
+    validation: float        # share of the private rows the DP score is measured on
+    epsilon: float           # the total: every trial's training and score, and the selection
+    delta: float
+    selection: RandomStopping
+    score_noise: float       # sd of the Gaussian noise on the validation accuracy
+    candidates: CandidateSettings
+    seed: int
+
+    @property
+    def tuning_problem(self) -> str:
+        return self.tuning.tuning_problem(self.problem)
+
+    @classmethod
+    def from_config(cls, config: dict, **overrides) -> "ReleaseSettings":
+        """Settings of `config['release']`, with `overrides` (problem, epsilon, delta) from the command line."""
+        release = {**config["release"], **{k: v for k, v in overrides.items() if v is not None}}
+        tuning = release["tuning"]
+        if "split" in tuning:
+            tuning = SplitTuning(float(tuning["split"]), float(tuning.get("holdout", 0.2)))
+        else:
+            tuning = PublicTuning(str(tuning["public"]))
+        selection = release["selection"]
+        candidates = release["candidates"]
+        return cls(problem=str(release["problem"]), tuning=tuning, validation=float(release["validation"]),
+                   epsilon=float(release["epsilon"]), delta=float(release["delta"]),
+                   selection=RandomStopping(float(selection["eta"]), float(selection["mean_trials"])),
+                   score_noise=float(release["score_noise"]),
+                   candidates=CandidateSettings(int(candidates["max"]), int(candidates["perturbations"]),
+                                                float(candidates["scale"])),
+                   seed=int(config["seed"]))
+
+    def split_seed(self) -> int:
+        """The seed of the tuning/private split: the config seed and the problem, nothing of the data."""
+        return derive_seed(self.seed, "release-split", self.problem)
+
+
+def derived_problem_entries(config: dict) -> dict:
+    """The `problems:` entry of the tuning problem a split release needs (`<problem>-tuning`: the
+    problem's own entry, on the tuning rows), or nothing. `config.check` adds it to the config."""
+    if "release" not in config:
+        return {}
+    settings = ReleaseSettings.from_config(config)
+    if not isinstance(settings.tuning, SplitTuning):
+        return {}
+    base = dict(config.get("problems", {}).get(settings.problem, {}))
+    base.pop("grids", None)
+    base.pop("queries", None)
+    if "rows" in base:
+        raise UserError(f"release.problem is {settings.problem}, itself a tuning split; name the problem it splits.")
+    rows = {"of": settings.problem, "fraction": settings.tuning.fraction, "seed": settings.split_seed(),
+            "part": "tuning", "holdout": settings.tuning.holdout}
+    return {settings.tuning_problem: {**base, "rows": rows}}

@@ -1,0 +1,62 @@
+# From the front to a released model (docs/release.md): the release problem's candidates from its
+# tuning front (the DPareto chain of `<problem>-tuning` on the tuning split, or of release.tuning.public),
+# private selection on the private rows, and the released model's record, table and figure.
+from dptradeoff.release.settings import ReleaseSettings
+
+RELEASE_SETTINGS = ReleaseSettings.from_config(config) if "release" in config else None
+
+
+def release_settings(wildcards):
+    if RELEASE_SETTINGS is None or wildcards.problem != RELEASE_SETTINGS.problem:
+        configured = RELEASE_SETTINGS.problem if RELEASE_SETTINGS else "nothing"
+        raise WorkflowError(f"release.problem is {configured}, not {wildcards.problem}; set release.problem: "
+                            f"{wildcards.problem} in a config, or run `dptradeoff release --problem {wildcards.problem}`.")
+    return RELEASE_SETTINGS
+
+
+def release_inputs(wildcards):
+    settings = release_settings(wildcards)
+    tuning = settings.tuning_problem
+    return {"tuning": paths.RunFiles(tuning, "bo", 0).evaluations,
+            "data": sorted(set(problem_data(settings.problem) + problem_data(tuning)))}
+
+
+rule release:
+    input:
+        unpack(release_inputs),
+    output:
+        record=paths.RELEASE.record,
+        model=paths.RELEASE.model,
+        candidates=paths.RELEASE.candidates,
+    params:
+        settings=release_settings,
+        problem=lambda wildcards: problem_definition(wildcards.problem),
+        tuning=lambda wildcards: problem_definition(release_settings(wildcards).tuning_problem),
+        utility_floor=lambda wildcards: problem_settings(release_settings(wildcards).tuning_problem).get("utility_floor"),
+        conversion=RDP_CONVERSION,
+        config_label=config_label(),
+    threads: 1
+    log:
+        "logs/release/{problem}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/release.py"
+
+
+rule release_report:
+    input:
+        paths.RELEASE.record,
+    output:
+        figure=report(paths.figure("release-{problem}"), caption="../report/release.rst", category="Release"),
+        csv=report(paths.table("release-{problem}", "csv"), caption="../report/release.rst", category="Release"),
+        md=paths.table("release-{problem}", "md"),
+    params:
+        config_label=config_label(),
+    localrule: True
+    log:
+        "logs/figures/release-{problem}.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/release_report.py"

@@ -1,0 +1,17 @@
+from dptradeoff.workflow_support import limit_threads, rule_context
+
+limit_threads(snakemake.threads)
+
+from dptradeoff.privacy.accountant import Accountant  # noqa: E402
+from dptradeoff.privacy.conversions import conversion_named  # noqa: E402
+from dptradeoff.problems import resolve  # noqa: E402
+from dptradeoff.problems.tables import read_frame  # noqa: E402
+from dptradeoff.release.run import release, write  # noqa: E402
+
+with rule_context(snakemake):
+    p, settings = snakemake.params, snakemake.params.settings
+    problem = resolve(settings.problem, p.problem, p.conversion)
+    tuning = resolve(settings.tuning_problem, p.tuning, p.conversion)
+    record = release(problem, tuning, read_frame(snakemake.input.tuning), settings,
+                     Accountant(conversion_named(p.conversion)), utility_floor=p.utility_floor)
+    write(record, problem, dict(snakemake.output), {"config": p.config_label, "tuning": snakemake.input.tuning})
