@@ -11,6 +11,9 @@ The pipeline needs two things from a DP algorithm (see dptradeoff/problems/oracl
   tests/test_user_problems.py checks it against Opacus's own accountant after a real training.
 * `utility(point, data, rng)`: one training at the point, its test accuracy.
 
+For a release from its front (docs/release.md) it also defines `event(point, *, n)` (the training as a
+dp_accounting event), `train(point, data, rng)` (the model) and `score(model, data)` (its accuracy).
+
 `prepare` keeps `train_rows` training and `test_rows` test rows, chosen by a fixed permutation (the
 choice depends on the row counts only, never on the data), and reshapes the pixels into 1x28x28
 images. The guarantee is about the rows trained on (n of them): the private dataset is that
@@ -63,13 +66,32 @@ class OpacusCNN:
     def epsilon(self, point, *, n, delta):
         import dp_accounting
 
-        rate, steps = poisson_schedule(n, int(point["lot_size"]), int(point["epochs"]))   # as `train` uses them
-        event = dp_accounting.SelfComposedDpEvent(
-            dp_accounting.PoissonSampledDpEvent(rate, dp_accounting.GaussianDpEvent(point["noise"])), steps)
         accountant = dp_accounting.rdp.RdpAccountant()   # add/remove-one neighbours, as Opacus
-        return accountant.compose(event).get_epsilon(delta)
+        return accountant.compose(self.event(point, n=n)).get_epsilon(delta)
+
+    def event(self, point, *, n):
+        """The training as a dp_accounting event (a release calibrates and composes it): `steps` Gaussian
+        steps on Poisson-sampled lots, as `train_with_engine` runs them."""
+        import dp_accounting
+
+        rate, steps = poisson_schedule(n, int(point["lot_size"]), int(point["epochs"]))
+        return dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(rate, dp_accounting.GaussianDpEvent(point["noise"])), steps)
 
     def train(self, point, data, rng):
+        """The trained model (a release saves its state_dict)."""
+        return self.train_with_engine(point, data, rng)[0]
+
+    def score(self, model, data):
+        """The model's accuracy on data.x_test / data.y_test."""
+        import torch
+
+        model.eval()
+        with torch.no_grad():
+            predicted = model(torch.as_tensor(data.x_test)).argmax(dim=1).numpy()
+        return float(np.mean(predicted == data.y_test))
+
+    def train_with_engine(self, point, data, rng):
         """The model and Opacus's PrivacyEngine after training at `point` (all randomness from rng)."""
         import torch
         from opacus import PrivacyEngine
@@ -95,10 +117,4 @@ class OpacusCNN:
         return model, engine
 
     def utility(self, point, data, rng):
-        import torch
-
-        model, _ = self.train(point, data, rng)
-        model.eval()
-        with torch.no_grad():
-            predicted = model(torch.as_tensor(data.x_test)).argmax(dim=1).numpy()
-        return float(np.mean(predicted == data.y_test))
+        return self.score(self.train(point, data, rng), data)

@@ -149,7 +149,7 @@ def test_the_opacus_example_accounts_for_the_sampling_opacus_performs(n, lot, ep
     oracle = opacus_cnn.OpacusCNN(train_rows=n, test_rows=10)
     data = oracle.prepare(_mnist_like(n + 5, 20))
     point = {"epochs": epochs, "lot_size": lot, "learning_rate": 0.1, "noise": 1.3, "clip": 1.0}
-    _, engine = oracle.train(point, data, np.random.default_rng(0))
+    _, engine = oracle.train_with_engine(point, data, np.random.default_rng(0))
     rate, steps = opacus_cnn.poisson_schedule(data.n_train, lot, epochs)
     assert engine.accountant.history == [(1.3, rate, steps)]
     ours = oracle.epsilon(point, n=data.n_train, delta=1e-5)

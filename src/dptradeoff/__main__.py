@@ -38,6 +38,12 @@ def _front(args) -> None:
     front(args)
 
 
+def _release(args) -> None:
+    from .release.cli import release_command
+
+    release_command(args)
+
+
 def _compare_runs(args) -> None:
     from pathlib import Path
 
@@ -87,6 +93,15 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=None,
                    help="root seed of the GP fit and the candidate search (default: the config's `seed`, as the query rule)")
     p.set_defaults(func=_front)
+    p = sub.add_parser("release", help="release a model from a finished tuning study: private selection among the "
+                                       "front's points on the private rows, its (epsilon, delta) covering its tuning")
+    p.add_argument("--problem", help="the problem to release (default: the config's release.problem)")
+    p.add_argument("--epsilon", type=float, help="the total epsilon: trainings, scores and selection (default: release.epsilon)")
+    p.add_argument("--delta", type=float, help="the total delta (default: release.delta)")
+    p.add_argument("--configfile", action="append", default=[],
+                   help="the config(s) the tuning study ran with, merged over config/config.yaml (repeatable)")
+    p.add_argument("--out", help="the folder the release is written to (default: results/release/<problem>/cli-eps<E>-delta<D>)")
+    p.set_defaults(func=_release)
     p = sub.add_parser("compare-runs", help="two runs' results/, tables/ and figures/ compared on their data, timing "
                                             "columns aside (exit 1 when they differ)")
     p.add_argument("before", help="the first run's working directory")

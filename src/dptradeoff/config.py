@@ -31,9 +31,9 @@ SCHEMA = os.path.join(os.path.dirname(__file__), "..", "..", "workflow", "schema
 DEFAULT_CONFIG = "config/config.yaml"
 
 
-def load(configfiles: list[str], schema_path: str = SCHEMA) -> dict:
+def load(configfiles: list[str], schema_path: str = SCHEMA, overrides: dict | None = None) -> dict:
     """The config a Snakemake run with these `--configfile`s sees: config/config.yaml, each file
-    merged over it in turn, validated and with defaults filled."""
+    merged over it in turn, then `overrides` (a command line's), validated and with defaults filled."""
     from snakemake.utils import update_config
 
     config: dict = {}
@@ -43,6 +43,7 @@ def load(configfiles: list[str], schema_path: str = SCHEMA) -> dict:
                 update_config(config, yaml.safe_load(f) or {})
         except FileNotFoundError:
             raise UserError(f"Config file {path} does not exist; run from the project's directory or fix the path.") from None
+    update_config(config, overrides or {})
     check(config, schema_path)
     return config
 

@@ -60,7 +60,7 @@ def release_table(record: dict, config: str) -> tuple[pd.DataFrame, str]:
         ("selection", record["selection"]["describe"], ""),
         ("candidates", len(record["candidates"]), "front points nearest the total epsilon (and their perturbations)"),
         ("score noise sd", record["score"]["noise_sd"],
-         f"Gaussian, on the accuracy over {record['score']['validation_rows']} validation rows (sensitivity 1/{record['score']['validation_rows']})"),
+         f"Gaussian, on the accuracy over {record['score']['validation_rows']} validation rows (sensitivity 1/{record['score']['validation_rows'] - 1})"),
         ("released hyperparameters", hyper, "covered by the total (the selection's output)"),
         ("released training epsilon", released["training_epsilon"], "its training alone, at delta: NOT the guarantee"),
         ("test accuracy", record["test_accuracy"], f"measured once on {record['test_rows']} test rows: not covered by the total"),

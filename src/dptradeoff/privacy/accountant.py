@@ -11,7 +11,9 @@ analysed by the tightest analysis this package has for it:
   Gaussian on a lot sampled without replacement (WBK19 Thm 27, `wor_gaussian`), a mechanism run
   `count` times (count x its RDP), several in sequence (the sum), repeat-and-select (Papernot &
   Steinke Thm 2), a random choice among mechanisms (the largest RDP: exp((alpha - 1) D_alpha) is
-  jointly convex).
+  jointly convex), and a Gaussian on a Poisson-sampled lot (dp_accounting's analysis, Mironov et al.
+  2019: for add/remove-one neighbours, the relation under which Poisson sampling is analysed, e.g. by
+  Opacus; an oracle that uses it states that relation as its `neighbouring`).
 An event with neither stops with one sentence naming it.
 
 Which RDP order is converted: the RDP is evaluated at every order of ALL_ORDERS in one pass and
@@ -37,7 +39,7 @@ from . import gaussian, objective_perturbation, output_perturbation, svt, wor_ga
 from .composition import advanced_composition
 from .conversions import IMPROVED, Conversion
 from .events import (ComposedDpEvent, EpsilonDpEvent, GaussianDpEvent, LaplaceDpEvent, ObjectivePerturbationDpEvent,
-                     OutputPerturbationDpEvent, RandomChoiceDpEvent, RepeatAndSelectDpEvent,
+                     OutputPerturbationDpEvent, PoissonSampledDpEvent, RandomChoiceDpEvent, RepeatAndSelectDpEvent,
                      SampledWithoutReplacementDpEvent, SelfComposedDpEvent, SparseVectorDpEvent)
 from .repeat_and_select import papernot_steinke_rdp
 
@@ -204,6 +206,16 @@ def _(event: SampledWithoutReplacementDpEvent, orders):
         raise UserError(f"The noise multiplier must be >= 0, got {noise!r}.")
     curve = wor_gaussian.rdp(lot_size / n, noise, orders)
     return np.where(np.isnan(curve), np.inf, curve)
+
+
+@_rdp.register
+def _(event: PoissonSampledDpEvent, orders):
+    if not isinstance(event.event, GaussianDpEvent):
+        raise _unsupported(event.event)
+    from dp_accounting.rdp import rdp_privacy_accountant   # its scipy imports: only who samples by Poisson pays
+
+    return np.asarray(rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(
+        event.sampling_probability, event.event.noise_multiplier, orders), dtype=float)
 
 
 @_rdp.register

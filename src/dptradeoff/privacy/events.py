@@ -36,6 +36,7 @@ DpEvent = _dp_event.DpEvent
 GaussianDpEvent = _dp_event.GaussianDpEvent
 LaplaceDpEvent = _dp_event.LaplaceDpEvent
 SampledWithoutReplacementDpEvent = _dp_event.SampledWithoutReplacementDpEvent
+PoissonSampledDpEvent = _dp_event.PoissonSampledDpEvent
 SelfComposedDpEvent = _dp_event.SelfComposedDpEvent
 ComposedDpEvent = _dp_event.ComposedDpEvent
 RepeatAndSelectDpEvent = _dp_event.RepeatAndSelectDpEvent

@@ -15,9 +15,11 @@ release event at the chosen eps0, never the bisection's estimate.
 
 Neighbouring relation: the private rows are split by position (a seeded permutation) into training and
 validation rows; neighbours differ in one row of one part (replace-one for the built-in DP-SGD: the
-replaced row keeps its place). The training is analysed under that relation (its event), the score too:
-one row changes the count of correct predictions by at most 1, so the accuracy on n_val rows has
-sensitivity 1/n_val and noise of sd s is a Gaussian mechanism with noise multiplier s * n_val.
+replaced row keeps its place; add/remove-one for an oracle that samples by Poisson, e.g. Opacus). The
+training is analysed under that relation (its event), the score too: replacing a row changes the
+accuracy on n_val rows by at most 1/n_val, adding or removing one by at most 1/(n_val - 1); the
+larger, 1/(n_val - 1), is used for both, so noise of sd s is a Gaussian mechanism with noise
+multiplier s * (n_val - 1).
 Composing training and score (rather than using that a row lies in only one part) over-counts, safely.
 """
 from __future__ import annotations
@@ -76,7 +78,7 @@ def plan(points: Sequence[dict], event_of: Callable[[dict], object], *, total: f
     """The largest eps0 (to EPS0_TOLERANCE) at which the release of `points` (noise recalibrated) is
     (total, delta)-DP; `event_of(point)` is a training's event on the private training rows.
     A total too small for even one trial stops with the smallest total that works."""
-    multiplier = score_noise * validation_rows
+    multiplier = score_noise * (validation_rows - 1)
     front_values = list(front_values or [(math.nan, math.nan)] * len(points))
     origins = list(origins or ["front"] * len(points))
 

@@ -59,9 +59,9 @@ def private_data(problem: Problem, settings: ReleaseSettings, data_dir: str | No
                         f"of; give it a `dataset:`.")
     n = data.n_train
     n_val = int(round(settings.validation * n))
-    if not 1 <= n_val <= n - 1:
+    if not 2 <= n_val <= n - 1:
         raise UserError(f"release.validation = {settings.validation} of {n} private rows leaves no training or no "
-                        f"validation row; choose a share between {1 / n:.3g} and {1 - 1 / n:.3g}.")
+                        f"validation row; choose a share between {2 / n:.3g} and {1 - 1 / n:.3g}.")
     order = derived_rng(settings.seed, "release-validation", settings.problem).permutation(n)
     val, train = np.sort(order[:n_val]), np.sort(order[n_val:])
     training = replace(data, x_train=data.x_train[train], y_train=data.y_train[train])
@@ -132,7 +132,7 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
         "eps0": plan.eps0,
         "trial_epsilon": plan.trial_epsilon,
         "score": {"noise_sd": settings.score_noise, "validation_rows": n_val,
-                  "noise_multiplier": plan.score_noise_multiplier, "sensitivity": 1 / n_val},
+                  "noise_multiplier": plan.score_noise_multiplier, "sensitivity": 1 / (n_val - 1)},
         "released": {"hyperparameters": chosen.point, "training_epsilon": chosen.training_epsilon,
                      "origin": chosen.origin, "front_epsilon": chosen.front_epsilon,
                      "front_utility": chosen.front_utility, "noisy_validation_score": selected.score},
