@@ -28,6 +28,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import numpy as np
+
 from .. import UserError
 from ..privacy.accountant import Accountant
 from ..privacy.calibration import MAX_NOISE, Calibration, calibrate_noise
@@ -106,7 +108,9 @@ def plan(points: Sequence[dict], event_of: Callable[[dict], object], *, total: f
             break
         high, eps0 = eps0, eps0 / 2
     if best is None:
-        smallest = min((p.total_epsilon for p in tried if p is not None), default=math.inf)
+        # the smallest total over eps0 from 1e-3 to 10: below it the RDP -> DP conversion alone exceeds eps0
+        plans = tried + [at(e) for e in np.geomspace(1e-3, 10, 25)]
+        smallest = min((p.total_epsilon for p in plans if p is not None), default=math.inf)
         raise UserError(f"A total epsilon of {total:g} at delta {delta:g} is too small for even one trial: with "
                         f"E[K] = {mean_trials:g} trials and score noise {score_noise:g}, the smallest total this "
                         f"release reaches is {_round_up(smallest)}; raise the total epsilon to at least "

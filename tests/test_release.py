@@ -1,0 +1,284 @@
+"""A release from the front (docs/release.md): its accounting cross-checked against Papernot &
+Steinke's Thm 2 written out here and against dp_accounting, the random-choice (mixture) bound, the
+selection's output distribution on neighbouring inputs (exactly, and by Monte Carlo through the real
+`random_stopping`) against the bound, the roles of the rows, and one-sentence errors."""
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import numpy as np
+import pandas as pd
+import pytest
+from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+from scipy import optimize
+from scipy.special import logsumexp
+
+from dptradeoff import UserError
+from dptradeoff.expost.distributions import tnb_pmf
+from dptradeoff.privacy import dpsgd
+from dptradeoff.privacy.accountant import Accountant
+from dptradeoff.privacy.events import ComposedDpEvent, GaussianDpEvent, RandomChoiceDpEvent, RepeatAndSelectDpEvent
+from dptradeoff.privacy.repeat_and_select import papernot_steinke_rdp, tnb_gamma
+from dptradeoff.problems import get_problem
+from dptradeoff.problems.oracle import Data
+from dptradeoff.problems.rows import RowSplit
+from dptradeoff.release import accounting, candidates
+from dptradeoff.release.selection import random_stopping
+from dptradeoff.release.settings import CandidateSettings
+from dptradeoff.release.trainers import check_releasable
+
+ORDERS = np.array([1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64])
+N_TRAIN, N_VAL = 5000, 1000
+POINTS = [{"epochs": 2, "lot_size": 64, "learning_rate": 0.05, "noise": 1.0, "clip": 1.0},
+          {"epochs": 8, "lot_size": 256, "learning_rate": 0.01, "noise": 1.0, "clip": 0.5},
+          {"epochs": 1, "lot_size": 16, "learning_rate": 0.02, "noise": 1.0, "clip": 2.0}]
+
+
+def _event(point):
+    return dpsgd.training_event(N_TRAIN, point["lot_size"], point["epochs"], point["noise"])
+
+
+def _plan(total=1.0, eta=1.0, mean=4.0, score_noise=0.01, points=POINTS):
+    return accounting.plan(points, _event, total=total, delta=1e-5, eta=eta, mean_trials=mean,
+                           score_noise=score_noise, validation_rows=N_VAL, accountant=Accountant())
+
+
+# --- Papernot & Steinke Thm 2, written out independently -----------------------------------------------
+
+def ps_gamma(eta: float, mean: float) -> float:
+    """gamma of D_{eta, gamma} with E[K] = mean: P&S §2, E[K] = eta (1 - gamma) / (gamma (1 - gamma^eta))
+    for eta > 0, (1 - gamma) / (gamma log(1/gamma)) at eta = 0; solved by bisection here."""
+    def expected(g):
+        return (1 - g) / (g * math.log(1 / g)) if eta == 0 else eta * (1 - g) / (g * (1 - g**eta))
+    return optimize.bisect(lambda g: expected(g) - mean, 1e-12, 1 - 1e-9, xtol=1e-15)
+
+
+def ps_theorem2(orders, rdp, eta, mean):
+    """Papernot & Steinke, "Hyperparameter tuning with Renyi differential privacy" (ICLR 2022), Thm 2: if
+    Q is (lambda, eps)-RDP and (lambdahat, epshat)-RDP, repeating Q K ~ D_{eta, gamma} times and
+    returning the best is (lambda, eps')-RDP with
+    eps' = eps + (1 + eta)(1 - 1/lambdahat) epshat + (1 + eta) log(1/gamma) / lambdahat + log(E[K]) / (lambda - 1),
+    for any lambda > 1, lambdahat >= 1 (the best lambdahat of the grid taken)."""
+    gamma = ps_gamma(eta, mean)
+    out = []
+    for lam, eps in zip(orders, rdp):
+        out.append(min(eps + (1 + eta) * (1 - 1 / lh) * eh + (1 + eta) * math.log(1 / gamma) / lh
+                       + math.log(mean) / (lam - 1) for lh, eh in zip(orders, rdp)))
+    return np.array(out)
+
+
+def independent_trial_rdp(plan):
+    """A trial's RDP: each candidate's DP-SGD run by dp_accounting's own RdpAccountant (replace-one,
+    sampling without replacement), plus the score's Gaussian alpha / (2 z^2) with z = sd (n_val - 1);
+    the largest over the candidates."""
+    z_score = 0.01 * (N_VAL - 1)
+    curves = []
+    for c in plan.candidates:
+        acc = rdp_lib.RdpAccountant(list(ORDERS), dp_accounting.NeighboringRelation.REPLACE_ONE)
+        steps = c.point["epochs"] * round(N_TRAIN / c.point["lot_size"])
+        acc.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.SampledWithoutReplacementDpEvent(
+            N_TRAIN, c.point["lot_size"], dp_accounting.GaussianDpEvent(c.point["noise"])), steps))
+        curves.append(np.asarray(acc._rdp) + ORDERS / (2 * z_score**2))
+    return np.max(curves, axis=0)
+
+
+@pytest.mark.parametrize("eta, mean", [(1.0, 4.0), (0.0, 6.0), (0.5, 10.0)])
+def test_the_release_total_is_papernot_steinke_theorem_2_over_the_largest_candidate_rdp(eta, mean):
+    plan = _plan(eta=eta, mean=mean)
+    ours = Accountant().rdp(plan.release_event, ORDERS)
+    theirs = ps_theorem2(ORDERS, independent_trial_rdp(plan), eta, mean)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    eps_independent, _ = rdp_lib.compute_epsilon(ORDERS, theirs, 1e-5)
+    # ours converts over more orders, so it is at most the independent value, and close to it
+    assert plan.total_epsilon <= 1.0 and plan.total_epsilon <= eps_independent * (1 + 1e-9)
+    assert plan.total_epsilon == pytest.approx(eps_independent, rel=0.05)
+    assert plan.total_epsilon == Accountant().epsilon(plan.release_event, 1e-5)
+
+
+def test_the_release_of_one_candidate_agrees_with_dp_accountings_repeat_and_select():
+    plan = _plan(points=POINTS[:1])
+    event = RepeatAndSelectDpEvent(ComposedDpEvent([_event(plan.candidates[0].point),
+                                                    GaussianDpEvent(plan.score_noise_multiplier)]), 4.0, 1.0)
+    acc = rdp_lib.RdpAccountant(list(ORDERS), dp_accounting.NeighboringRelation.REPLACE_ONE)
+    theirs = acc.compose(event).get_epsilon(1e-5)
+    ours = accounting.Plan(plan.eps0, plan.candidates, plan.score_noise_multiplier, event.event, event,
+                           Accountant().epsilon(event, 1e-5), 1e-5).total_epsilon
+    assert ours == pytest.approx(theirs, rel=0.03) and ours == pytest.approx(plan.total_epsilon, rel=1e-12)
+
+
+def test_eps0_is_the_largest_that_fits_and_every_candidate_is_calibrated_to_it():
+    plan = _plan()
+    assert 0 < plan.eps0 < 1.0 and plan.total_epsilon <= 1.0
+    for c in plan.candidates:
+        assert c.training_epsilon <= plan.eps0
+        assert Accountant().epsilon(_event(c.point), 1e-5) == pytest.approx(c.training_epsilon, rel=1e-12)
+        assert c.training_epsilon >= 0.95 * plan.eps0      # calibrated, not merely below
+    bigger = _plan(total=1.0)
+    larger_eps0 = [accounting.plan(POINTS, _event, total=10.0, delta=1e-5, eta=1.0, mean_trials=4.0,
+                                   score_noise=0.01, validation_rows=N_VAL, accountant=Accountant())]
+    assert larger_eps0[0].eps0 > bigger.eps0
+    # one step of the bisection's tolerance above eps0 no longer fits in the total
+    above = plan.eps0 * (1 + 2 * accounting.EPS0_TOLERANCE)
+    cals = [accounting.calibrate_noise(Accountant(), lambda z, p=p: _event({**p, "noise": z}), above, 1e-5) for p in POINTS]
+    trial = accounting.trial_event([_event({**p, "noise": c.noise}) for p, c in zip(POINTS, cals)],
+                                   plan.score_noise_multiplier)
+    assert Accountant().epsilon(accounting.release_event(trial, 1.0, 4.0), 1e-5) > 1.0
+
+
+def test_a_random_choice_among_mechanisms_is_bounded_by_its_largest_member():
+    """The trial is a data-independent mixture; its RDP is bounded by the largest member's at every order
+    (exact divergences of a mixture of randomized responses), and the accountant takes that largest."""
+    def rr(eps, b):
+        keep = math.exp(eps) / (1 + math.exp(eps))
+        return np.array([keep, 1 - keep]) if b == 0 else np.array([1 - keep, keep])
+
+    def renyi(p, q, a):
+        return math.log(np.sum(p**a * q**(1 - a))) / (a - 1)
+
+    members = (0.3, 1.2, 2.0)
+    for a in ORDERS:
+        mix1 = sum(rr(e, 1) for e in members) / 3
+        mix0 = sum(rr(e, 0) for e in members) / 3
+        assert renyi(mix1, mix0, a) <= max(renyi(rr(e, 1), rr(e, 0), a) for e in members) + 1e-12
+    events = [_event({**p, "noise": 1.5}) for p in POINTS]
+    np.testing.assert_array_equal(Accountant().rdp(RandomChoiceDpEvent(tuple(events)), ORDERS),
+                                  np.max([Accountant().rdp(e, ORDERS) for e in events], axis=0))
+
+
+# --- the selection on a tiny instance: exact distribution, Monte Carlo, the bound ------------------
+
+EPS = (1.0, 2.0)   # two candidates: randomized response on the data bit b, at these epsilons
+
+
+def _trial_probabilities(b):
+    """P[(candidate c, model m)] of one trial on the bit b: c uniform, m = b with probability e^eps/(1+e^eps)."""
+    p = {}
+    for c, eps in enumerate(EPS):
+        keep = math.exp(eps) / (1 + math.exp(eps))
+        for m in (0, 1):
+            p[(c, m)] = 0.5 * (keep if m == b else 1 - keep)
+    return p
+
+
+def _score(output):
+    return output[1] + 0.1 * output[0]   # distinct scores: the best of a set of outputs is unique
+
+
+def _best_probabilities(b, eta, mean):
+    """P[best = y] = E[F(<= y)^K - F(< y)^K] over K ~ D_{eta, gamma}, summed over the pmf."""
+    p = _trial_probabilities(b)
+    ks = np.arange(1, 2000)
+    pmf = tnb_pmf(ks, eta, tnb_gamma(eta, mean))
+    out, below = {}, 0.0
+    for y in sorted(p, key=_score):
+        out[y] = float(np.sum(pmf * ((below + p[y]) ** ks - below**ks)))
+        below += p[y]
+    return out
+
+
+def _renyi(p, q, a):
+    return math.log(sum(p[y] ** a * q[y] ** (1 - a) for y in p)) / (a - 1)
+
+
+def _tiny_trial(b):
+    def trial(rng):
+        c = int(rng.integers(2))
+        keep = math.exp(EPS[c]) / (1 + math.exp(EPS[c]))
+        m = b if rng.random() < keep else 1 - b
+        return _score((c, m)), (c, m)
+    return trial
+
+
+@pytest.mark.parametrize("eta, mean", [(1.0, 4.0), (0.0, 3.0)])
+def test_the_selection_on_neighbouring_inputs_stays_within_the_papernot_steinke_bound(eta, mean):
+    trial_rdp = [max(_renyi(_trial_probabilities(1), _trial_probabilities(0), a),
+                     _renyi(_trial_probabilities(0), _trial_probabilities(1), a)) for a in ORDERS]
+    bound = papernot_steinke_rdp(ORDERS, trial_rdp, eta, mean)
+    best = {b: _best_probabilities(b, eta, mean) for b in (0, 1)}
+    assert sum(best[0].values()) == pytest.approx(1.0, abs=1e-12)
+    for a, limit in zip(ORDERS, bound):
+        assert _renyi(best[1], best[0], a) <= limit and _renyi(best[0], best[1], a) <= limit
+    # (eps, delta) read off the bound holds for every set of outputs (the hockey-stick divergence)
+    eps, _ = rdp_lib.compute_epsilon(ORDERS, bound, 1e-3)
+    for p, q in ((best[0], best[1]), (best[1], best[0])):
+        assert sum(max(0.0, p[y] - math.exp(eps) * q[y]) for y in p) <= 1e-3
+    # the implementation samples exactly that distribution
+    draws = 60_000
+    for b in (0, 1):
+        rng = np.random.default_rng(b)
+        counts = pd.Series([random_stopping(_tiny_trial(b), eta, mean, rng).output for _ in range(draws)]).value_counts()
+        for y, p in best[b].items():
+            assert abs(counts.get(y, 0) / draws - p) <= 5 * math.sqrt(p * (1 - p) / draws) + 1e-4, (b, y)
+
+
+def test_releasing_the_number_of_trials_would_break_the_bound():
+    """Why K is not released: with K known, the output (K, best) on neighbouring inputs diverges far beyond
+    the bound (best of k known trials is k-fold composition at worst)."""
+    eta, mean = 1.0, 4.0
+    trial_rdp = [max(_renyi(_trial_probabilities(1), _trial_probabilities(0), a),
+                     _renyi(_trial_probabilities(0), _trial_probabilities(1), a)) for a in ORDERS]
+    bound = papernot_steinke_rdp(ORDERS, trial_rdp, eta, mean)
+    pmf = tnb_pmf(np.arange(1, 80), eta, tnb_gamma(eta, mean))
+
+    def log_joint(b):
+        p, out = _trial_probabilities(b), {}
+        for k in range(1, 80):
+            below = 0.0
+            for y in sorted(p, key=_score):
+                out[(k, y)] = math.log(pmf[k - 1]) + math.log((below + p[y]) ** k - below**k)
+                below += p[y]
+        return out
+
+    j1, j0 = log_joint(1), log_joint(0)
+    a = 4.0
+    joint = max(logsumexp([a * p[y] + (1 - a) * q[y] for y in p]) / (a - 1) for p, q in ((j1, j0), (j0, j1)))
+    assert joint > 10 * bound[list(ORDERS).index(a)]
+
+
+# --- candidates, rows, errors -----------------------------------------------------------------------
+
+def test_the_candidates_are_front_points_better_than_the_trivial_predictor_nearest_the_total():
+    problem = get_problem("adult-logreg-sgd")
+    rows = [dict(p, epsilon=e, error=err, utility=1 - err, failure=None)
+            for p, e, err in [(POINTS[0], 0.1, 0.24), (POINTS[1], 0.5, 0.22), (POINTS[2], 2.0, 0.18),
+                              ({**POINTS[2], "epochs": 3}, 3.0, 0.25), ({**POINTS[0], "epochs": 5}, 8.0, 0.15)]]
+    front = candidates.front_points(pd.DataFrame(rows), problem, error_floor=0.24)
+    assert list(front["epsilon"]) == [0.5, 2.0, 8.0]           # 0.1 sits at the floor, 3.0 is dominated
+    points, values, origins = candidates.choose(front, problem, 1.0, CandidateSettings(2, 1, 0.2),
+                                                np.random.default_rng(0))
+    assert [v[0] for v in values] == [0.5, 0.5, 2.0, 2.0] and origins == ["front", "perturbed"] * 2
+    assert points[0]["epochs"] == 8 and points[1]["noise"] == points[0]["noise"]
+    assert all(problem.check(p) == p for p in points)
+    with pytest.raises(UserError, match="no point better than the trivial predictor"):
+        candidates.choose(front.iloc[:0], problem, 1.0, CandidateSettings(2, 0, 0.2), np.random.default_rng(0))
+
+
+def test_the_tuning_and_private_rows_are_disjoint_and_the_test_rows_untouched():
+    x = np.arange(1000, dtype=float)[:, None]
+    data = Data(x, np.arange(1000) % 2, -x[:100], np.arange(100) % 2, "s", "label")
+    tuning = RowSplit(0.2, 7, "tuning").select(data)
+    private = RowSplit(0.2, 7, "private").select(data)
+    seen = np.concatenate([tuning.x_train[:, 0], tuning.x_test[:, 0], private.x_train[:, 0]])
+    assert sorted(seen) == list(range(1000))                    # every training row in exactly one part
+    assert len(private.x_train) == 800 and len(tuning.x_test) == 40
+    assert np.array_equal(private.x_test, data.x_test) and not np.isin(tuning.x_test, data.x_test).any()
+    assert np.array_equal(RowSplit(0.2, 7, "private").select(data).x_train, private.x_train)   # seeded
+
+
+def test_a_total_too_small_for_one_trial_stops_with_the_smallest_total_that_works():
+    with pytest.raises(UserError) as error:
+        _plan(total=0.02)
+    message = str(error.value)
+    assert "too small for even one trial" in message and message.count(".") >= 1
+    smallest = float(message.split("at least ")[1].split(",")[0])
+    assert _plan(total=smallest).total_epsilon <= smallest
+
+
+def test_a_user_oracle_without_train_stops_with_what_to_add():
+    from dptradeoff.problems.user import user_problem
+
+    entry = {"oracle": "tests/user_problems/gaussian_mean.py", "domain": {"noise": {"low": 0.1, "high": 1.0}}}
+    with pytest.raises(UserError, match=r"has no event\(\) method, which a release needs: add event\(point, \*, n\)"):
+        check_releasable(user_problem("mine", entry))
+    check_releasable(get_problem("adult-logreg-sgd"))
