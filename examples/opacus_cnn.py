@@ -12,7 +12,8 @@ The pipeline needs two things from a DP algorithm (see dptradeoff/problems/oracl
 * `utility(point, data, rng)`: one training at the point, its test accuracy.
 
 For a release from its front (docs/release.md) it also defines `event(point, *, n)` (the training as a
-dp_accounting event), `train(point, data, rng)` (the model) and `score(model, data)` (its accuracy).
+dp_accounting event), `train(point, data, rng)` (the model), `score(model, data)` (its accuracy) and
+`weights(model)` (what is saved).
 
 `prepare` keeps `train_rows` training and `test_rows` test rows, chosen by a fixed permutation (the
 choice depends on the row counts only, never on the data), and reshapes the pixels into 1x28x28
@@ -90,6 +91,10 @@ class OpacusCNN:
         with torch.no_grad():
             predicted = model(torch.as_tensor(data.x_test)).argmax(dim=1).numpy()
         return float(np.mean(predicted == data.y_test))
+
+    def weights(self, model):
+        """The network's parameters by name, without Opacus's GradSampleModule wrapper."""
+        return getattr(model, "_module", model).state_dict()
 
     def train_with_engine(self, point, data, rng):
         """The model and Opacus's PrivacyEngine after training at `point` (all randomness from rng)."""

@@ -116,6 +116,8 @@ EVENTS = {
     "RDP sequence": lambda z: ComposedDpEvent([GaussianDpEvent(4 * z), SelfComposedDpEvent(_sampled(z), 30)]),
     "random choice": lambda z: RandomChoiceDpEvent((SelfComposedDpEvent(_sampled(z), 30), _sampled(z / 2))),
     "repeat and select": lambda z: RepeatAndSelectDpEvent(SelfComposedDpEvent(_sampled(z), 30), 5.0, 1.0),
+    "Poisson-sampled Gaussian run": lambda z: SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(0.05, GaussianDpEvent(z)), 100),
 }
 
 
@@ -159,7 +161,7 @@ def test_rdp_to_dp_is_the_classic_conversion_at_one_order():
 
 def test_unanalysed_events_and_bad_inputs_are_one_sentence_errors():
     accountant = Accountant()
-    for event in (dp_accounting.PoissonSampledDpEvent(0.01, GaussianDpEvent(1.0)),
+    for event in (dp_accounting.PoissonSampledDpEvent(0.01, LaplaceDpEvent(1.0)),
                   SampledWithoutReplacementDpEvent(100, 10, LaplaceDpEvent(1.0)),
                   ComposedDpEvent([GaussianDpEvent(1.0), LaplaceDpEvent(1.0)])):
         with pytest.raises(UserError, match="no analysis of .*DpEvent; describe the mechanism"):
@@ -193,6 +195,16 @@ def test_gaussian_compositions_and_repeat_and_select_agree_with_dp_accounting():
         theirs = rdp.RdpAccountant(orders, dp_accounting.NeighboringRelation.REPLACE_ONE).compose(event)._rdp
         ours = np.minimum.accumulate(Accountant().rdp(event, orders)[::-1])[::-1]   # RDP is non-decreasing in the order
         np.testing.assert_allclose(ours, theirs, rtol=1e-9)
+
+
+def test_a_poisson_sampled_gaussian_is_dp_accountings_own_rdp():
+    """Add/remove-one, as dp_accounting (and Opacus) analyse Poisson sampling (docs/release.md)."""
+    orders = [1.5, 2.0, 3.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+    event = SelfComposedDpEvent(events.PoissonSampledDpEvent(0.02, GaussianDpEvent(1.3)), 500)
+    theirs = rdp.RdpAccountant(orders).compose(event)._rdp
+    np.testing.assert_allclose(Accountant().rdp(event, orders), theirs, rtol=1e-12)
+    assert Accountant().epsilon(event, 1e-5) == pytest.approx(rdp.RdpAccountant().compose(event).get_epsilon(1e-5),
+                                                             rel=0.02)
 
 
 def test_the_accountant_does_not_import_dp_accountings_package():

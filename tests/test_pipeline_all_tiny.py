@@ -115,6 +115,19 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     assert "reads the private counts" in (work / "tables/expost_table1.csv").read_text().splitlines()[0]
     assert by_method.loc[("S8000", "doubling"), "paper_answers"] == 14.77
     assert "embedded" in by_method.loc[("Reddit", "doubling"), "source"]
+    # the release (docs/release.md): adult LogReg+SGD from its front on a 20 % tuning split, total epsilon 1
+    import json
+
+    record = json.loads((work / "results/release/adult-logreg-sgd/release.json").read_text())
+    assert record["guarantee"]["epsilon"] <= 1.0 and record["guarantee"]["delta"] == 1e-5
+    assert 0 < record["eps0"] < record["guarantee"]["epsilon"] and 0.5 < record["test_accuracy"] <= 1
+    assert record["tuning"]["problem"] == "adult-logreg-sgd-tuning"
+    assert "4341 of 21707 training rows (given up" in record["tuning"]["rows"]
+    assert "13893 training + 3473 validation" in record["private_rows"]
+    assert (work / "results/release/adult-logreg-sgd/model.npz").exists()
+    release = read(str(work / "tables/release-adult-logreg-sgd.csv"))
+    assert release.set_index("quantity").loc["trials run (K)", "what it is"].startswith("NOT released")
+    assert (work / "figures/release-adult-logreg-sgd.pdf").read_bytes().startswith(b"%PDF")
     # papers 003 and 002
     for name in ("proposetest_fig1", "proposetest_fig2", "taylor_fig1", "taylor_fig2"):
         assert (work / f"figures/{name}.pdf").read_bytes().startswith(b"%PDF"), name

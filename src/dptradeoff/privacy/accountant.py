@@ -212,10 +212,20 @@ def _(event: SampledWithoutReplacementDpEvent, orders):
 def _(event: PoissonSampledDpEvent, orders):
     if not isinstance(event.event, GaussianDpEvent):
         raise _unsupported(event.event)
+    import logging
+
     from dp_accounting.rdp import rdp_privacy_accountant   # its scipy imports: only who samples by Poisson pays
 
-    return np.asarray(rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(
-        event.sampling_probability, event.event.noise_multiplier, orders), dtype=float)
+    # A fractional order whose series does not converge comes back as inf (that order is not used: a
+    # valid, looser bound), with a warning per call that would flood a calibration's output.
+    absl = logging.getLogger("absl")
+    level = absl.level
+    absl.setLevel(logging.ERROR)
+    try:
+        return np.asarray(rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(
+            event.sampling_probability, event.event.noise_multiplier, orders), dtype=float)
+    finally:
+        absl.setLevel(level)
 
 
 @_rdp.register

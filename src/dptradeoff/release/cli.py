@@ -12,6 +12,7 @@ from ..problems import definition, resolve
 from ..problems.tables import read_frame
 from .run import release, write
 from .settings import ReleaseSettings
+from .trainers import check_releasable
 
 
 def output_folder(problem: str, epsilon: float, delta: float) -> str:
@@ -29,6 +30,7 @@ def release_command(args) -> None:
     conversion = config["privacy"]["conversion"]
     problem = resolve(settings.problem, definition(config, settings.problem), conversion)
     tuning = resolve(settings.tuning_problem, definition(config, settings.tuning_problem), conversion)
+    check_releasable(problem)
     evaluations = paths.RunFiles(settings.tuning_problem, "bo", 0).evaluations
     if not os.path.exists(evaluations):
         raise UserError(f"The tuning front {evaluations} does not exist; build it first with `snakemake --cores 2 "
