@@ -243,3 +243,19 @@ EXAMPLE_NAMES = {"outpert": "Output-perturbation logistic regression (adult)", "
 def figure_illustration(name):
     """An input function: the table `name` of the example that figure {n} shows."""
     return lambda wildcards: paths.illustration(FIGURE_EXAMPLE[wildcards.n], name)
+
+
+# The release (docs/release.md).
+def release_settings(wildcards):
+    if RELEASE_SETTINGS is None or wildcards.problem != RELEASE_SETTINGS.problem:
+        configured = RELEASE_SETTINGS.problem if RELEASE_SETTINGS else "nothing"
+        raise WorkflowError(f"release.problem is {configured}, not {wildcards.problem}; set release.problem: "
+                            f"{wildcards.problem} in a config, or run `dptradeoff release --problem {wildcards.problem}`.")
+    return RELEASE_SETTINGS
+
+
+def release_inputs(wildcards):
+    settings = release_settings(wildcards)
+    tuning = settings.tuning_problem
+    return {"tuning": paths.RunFiles(tuning, "bo", 0).evaluations,
+            "data": sorted(set(problem_data(settings.problem) + problem_data(tuning)))}

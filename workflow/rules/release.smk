@@ -1,26 +1,6 @@
 # From the front to a released model (docs/release.md): the release problem's candidates from its
 # tuning front (the DPareto chain of `<problem>-tuning` on the tuning split, or of release.tuning.public),
 # private selection on the private rows, and the released model's record, table and figure.
-from dptradeoff.release.settings import ReleaseSettings
-
-RELEASE_SETTINGS = ReleaseSettings.from_config(config) if "release" in config else None
-
-
-def release_settings(wildcards):
-    if RELEASE_SETTINGS is None or wildcards.problem != RELEASE_SETTINGS.problem:
-        configured = RELEASE_SETTINGS.problem if RELEASE_SETTINGS else "nothing"
-        raise WorkflowError(f"release.problem is {configured}, not {wildcards.problem}; set release.problem: "
-                            f"{wildcards.problem} in a config, or run `dptradeoff release --problem {wildcards.problem}`.")
-    return RELEASE_SETTINGS
-
-
-def release_inputs(wildcards):
-    settings = release_settings(wildcards)
-    tuning = settings.tuning_problem
-    return {"tuning": paths.RunFiles(tuning, "bo", 0).evaluations,
-            "data": sorted(set(problem_data(settings.problem) + problem_data(tuning)))}
-
-
 rule release:
     input:
         unpack(release_inputs),

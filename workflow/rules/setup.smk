@@ -13,6 +13,7 @@ from dptradeoff.config import check as check_config
 from dptradeoff.data.sources import DATASETS
 from dptradeoff.peers import PEERS
 from dptradeoff.problems import PROBLEMS, definition, resolve
+from dptradeoff.release.settings import ReleaseSettings
 from dptradeoff.stats.front_metrics import MetricSettings
 
 try:
@@ -31,6 +32,8 @@ RDP_CONVERSION = config["privacy"]["conversion"]
 # Grid axes: log-spaced where a parameter is searched on a log scale, or linspace (the original).
 GRID_SPACING = config["dpareto"]["grid_spacing"]
 METRIC_SETTINGS = MetricSettings.from_config(config["statistics"])
+# The release's settings (docs/release.md), or None for a config without `release:`.
+RELEASE_SETTINGS = ReleaseSettings.from_config(config) if "release" in config else None
 
 # Every problem this config can name: the built-ins and those its `problems:` entries define
 # (config.check has resolved each definition once already, so these cannot fail).
