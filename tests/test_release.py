@@ -282,3 +282,28 @@ def test_a_user_oracle_without_train_stops_with_what_to_add():
     with pytest.raises(UserError, match=r"has no event\(\) method, which a release needs: add event\(point, \*, n\)"):
         check_releasable(user_problem("mine", entry))
     check_releasable(get_problem("adult-logreg-sgd"))
+
+
+def test_the_release_config_is_checked_and_its_tuning_split_becomes_a_problem():
+    import copy
+
+    import yaml
+
+    from dptradeoff.config import SCHEMA, check
+    from dptradeoff.problems import definition, resolve
+
+    with open("config/config.yaml") as f:
+        default = yaml.safe_load(f)
+    config = copy.deepcopy(default)
+    check(config, SCHEMA)
+    tuning = resolve("adult-logreg-sgd-tuning", definition(config, "adult-logreg-sgd-tuning"))
+    assert tuning.name == "adult-logreg-sgd-tuning" and tuning.rows.part == "tuning" and tuning.rows.fraction == 0.2
+    assert tuning.names == get_problem("adult-logreg-sgd").names
+    assert config["problems"]["adult-logreg-sgd-tuning"]["repeats"] == default["problems"]["adult-logreg-sgd"]["repeats"]
+    public = copy.deepcopy(default)
+    public["release"]["tuning"] = {"public": "no-such-problem"}
+    with pytest.raises(UserError, match=r"release.tuning.public names 'no-such-problem', which is neither built in"):
+        check(public, SCHEMA)
+    public["release"]["tuning"] = {"public": "adult-logreg-adam"}
+    check(public, SCHEMA)
+    assert "adult-logreg-sgd-tuning" not in public["problems"]   # a public front gives up no rows
