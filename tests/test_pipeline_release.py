@@ -65,7 +65,9 @@ def test_the_opacus_example_is_released_from_its_tuning_front(run_snakemake, tmp
     weights = np.load(work / "results/release/opacus-cnn/model.npz")
     assert {"conv1.weight", "fc2.bias"} <= set(weights.files)
     table = read(str(work / "tables/release-opacus-cnn.csv"))
-    assert {"total epsilon", "eps0", "test accuracy", "trials run (K)"} <= set(table["quantity"])
+    assert {"total epsilon", "eps0", "test accuracy", "randomness"} <= set(table["quantity"])
+    assert "trials_run" not in json.dumps(record)
+    assert json.loads((work / "results/release/opacus-cnn/diagnostics.json").read_text())["trials_run"] >= 1
     assert (work / "figures/release-opacus-cnn.pdf").read_bytes().startswith(b"%PDF")
     # the tuning study saw only the tuning rows
     chain = (work / "results/dpareto/opacus-cnn-tuning/bo/0/evaluations.parquet")

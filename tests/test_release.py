@@ -114,10 +114,7 @@ def test_eps0_is_the_largest_that_fits_and_every_candidate_is_calibrated_to_it()
         assert c.training_epsilon <= plan.eps0
         assert Accountant().epsilon(_event(c.point), 1e-5) == pytest.approx(c.training_epsilon, rel=1e-12)
         assert c.training_epsilon >= 0.95 * plan.eps0      # calibrated, not merely below
-    bigger = _plan(total=1.0)
-    larger_eps0 = [accounting.plan(POINTS, _event, total=10.0, delta=1e-5, eta=1.0, mean_trials=4.0,
-                                   score_noise=0.01, validation_rows=N_VAL, accountant=Accountant())]
-    assert larger_eps0[0].eps0 > bigger.eps0
+    assert _plan(total=10.0).eps0 > plan.eps0
     # one step of the bisection's tolerance above eps0 no longer fits in the total
     above = plan.eps0 * (1 + 2 * accounting.EPS0_TOLERANCE)
     cals = [accounting.calibrate_noise(Accountant(), lambda z, p=p: _event({**p, "noise": z}), above, 1e-5) for p in POINTS]
@@ -304,6 +301,30 @@ def test_the_release_config_is_checked_and_its_tuning_split_becomes_a_problem():
     public["release"]["tuning"] = {"public": "no-such-problem"}
     with pytest.raises(UserError, match=r"release.tuning.public names 'no-such-problem', which is neither built in"):
         check(public, SCHEMA)
-    public["release"]["tuning"] = {"public": "adult-logreg-adam"}
+    public["release"]["tuning"] = {"public": "adult-logreg-adam"}   # the very rows it releases from
+    with pytest.raises(UserError, match=r"trains on adult, the dataset adult-logreg-sgd releases from"):
+        check(public, SCHEMA)
+    public["release"]["tuning"] = {"public": "mnist-mlp1-sgd"}
     check(public, SCHEMA)
     assert "adult-logreg-sgd-tuning" not in public["problems"]   # a public front gives up no rows
+
+
+def test_the_private_rows_split_into_disjoint_training_and_validation_rows(tmp_path):
+    from dptradeoff.io import matrix_table, write_table
+    from dptradeoff.release.run import private_data
+    from dptradeoff.release.settings import ReleaseSettings
+
+    for part, n in (("train", 1000), ("test", 300)):
+        x = np.c_[np.arange(n), np.zeros(n)].astype(np.float32) + (0 if part == "train" else 10_000)
+        write_table(matrix_table(x, np.arange(n) % 2), tmp_path / f"adult/{part}.parquet", {"source": "test"})
+    release = {"problem": "adult-logreg-sgd", "tuning": {"split": 0.2}, "validation": 0.25, "epsilon": 1.0,
+               "delta": 1e-5, "selection": {"method": "random-stopping", "eta": 1.0, "mean_trials": 4},
+               "score_noise": 0.01, "candidates": {"max": 8, "perturbations": 0, "scale": 0.2}}
+    settings = ReleaseSettings.from_config({"seed": 3, "release": release})
+    private = private_data(get_problem("adult-logreg-sgd"), settings, str(tmp_path))
+    training, validation = private.training.x_train[:, 0], private.validation.x_test[:, 0]
+    assert len(training) == 600 and len(validation) == 200 and not np.isin(training, validation).any()
+    tuning = RowSplit(0.2, settings.split_seed(), "tuning").positions(1000)[0]
+    assert not np.isin(np.r_[training, validation], tuning).any()      # no tuning row is private
+    assert (private.test.x_test[:, 0] >= 10_000).all() and len(private.test.y_test) == 300
+    assert set(private.training.y_train) == {-1.0, 1.0}                 # prepared as the oracle trains

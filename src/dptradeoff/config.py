@@ -98,6 +98,15 @@ def _add_release_problems(config: dict) -> None:
                             f"under problems.{name}; define it there or fix the name.")
         if not isinstance(settings.tuning, PublicTuning):
             break
+    if isinstance(settings.tuning, PublicTuning):
+        from .problems import definition, resolve
+
+        released, public = (resolve(name, definition(config, name)).dataset
+                            for name in (settings.problem, settings.tuning_problem))
+        if released is not None and released == public:
+            raise UserError(f"release.tuning.public is {settings.tuning_problem}, which trains on {public}, the dataset "
+                            f"{settings.problem} releases from; tune on data you declare public, or use "
+                            f"release.tuning: {{split: 0.2}}.")
     config.setdefault("problems", {}).update(derived_problem_entries(config))
 
 

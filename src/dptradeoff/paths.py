@@ -130,8 +130,14 @@ class ReleaseFiles:
     def candidates(self) -> str:
         return f"{self.folder}/candidates.parquet"
 
+    @property
+    def diagnostics(self) -> str:
+        """K, the run time and the non-private reference: kept private (not covered by the guarantee)."""
+        return f"{self.folder}/diagnostics.json"
+
     def files(self) -> dict:
-        return {"record": self.record, "model": self.model, "candidates": self.candidates}
+        return {"record": self.record, "model": self.model, "candidates": self.candidates,
+                "diagnostics": self.diagnostics}
 
 
 RELEASE = ReleaseFiles("{problem}")

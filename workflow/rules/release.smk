@@ -8,6 +8,7 @@ rule release:
         record=paths.RELEASE.record,
         model=paths.RELEASE.model,
         candidates=paths.RELEASE.candidates,
+        diagnostics=paths.RELEASE.diagnostics,
     params:
         settings=release_settings,
         problem=lambda wildcards: problem_definition(wildcards.problem),

@@ -39,7 +39,7 @@ def release_command(args) -> None:
                      utility_floor=config["problems"].get(settings.tuning_problem, {}).get("utility_floor"))
     folder = args.out or output_folder(settings.problem, settings.epsilon, settings.delta)
     label = f"dptradeoff release --problem {settings.problem} --epsilon {settings.epsilon:g} --delta {settings.delta:g}"
-    files = {"record": f"{folder}/release.json", "model": f"{folder}/model.npz", "candidates": f"{folder}/candidates.parquet"}
+    files = {name: f"{folder}/{path.rsplit('/', 1)[1]}" for name, path in paths.ReleaseFiles(settings.problem).files().items()}
     write(record, problem, files, {"config": label, "tuning": evaluations})
     table, note = release_table(record, label)
     write_table(table, f"{folder}/release.csv", f"{folder}/release.md", note)
@@ -52,4 +52,5 @@ def release_command(args) -> None:
     print(f"eps0 (one trial's training alone, not the guarantee): {record['eps0']:.4g}")
     print(f"test accuracy (measured on {record['test_rows']} test rows, not covered): {record['test_accuracy']:.4f}")
     print(f"{guarantee['not_covered']}")
-    print(f"files: {folder}/ (release.json, model.npz, candidates.parquet, release.md, release.pdf)")
+    print(f"files: {folder}/ (release.json, model.npz, candidates.parquet, release.md, release.pdf; diagnostics.json "
+          f"holds K, the run time and a non-private reference: keep it private)")

@@ -35,8 +35,16 @@ from .trainers import check_releasable, oracle_target, weights
 
 log = logging.getLogger(__name__)
 
-NOT_COVERED = ("not covered by the total: the number of trials K (the bound assumes K stays hidden; publishing K "
-               "is not covered), the test accuracy (measured on the test rows), and everything about the tuning rows")
+NOT_COVERED = ("not covered by the total: the test accuracy (measured on the test rows) and everything about the "
+               "tuning rows; the number of trials K, the run time and the non-private reference are kept apart, in "
+               "diagnostics.json, because publishing them is not covered (the bound assumes K stays hidden)")
+RANDOMNESS = {
+    "config-seed": "every draw (K, the candidates drawn, DP-SGD's lots and noise, the score noise) derives from the "
+                   "config's seed, so anyone holding the config and the data can replay it: an experiment, not a "
+                   "release (set release.randomness: os)",
+    "os": "the selection's draws come from a generator seeded with 128 bits of OS entropy, not recorded (numpy's "
+          "PCG64: not a cryptographic generator, and floating-point noise is not hardened)",
+}
 
 
 @dataclass
@@ -106,11 +114,11 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
         return accuracy + rng.normal(0.0, settings.score_noise), (chosen, model)
 
     selected = random_stopping(trial, settings.selection.eta, settings.selection.mean_trials,
-                               derived_rng(settings.seed, "release-selection", problem.name))
+                               _selection_rng(settings, "release-selection", problem.name))
     chosen, model = selected.output
     test_accuracy = float(oracle.score(model, private.test))
     reference = reference_without_private_tuning(points, oracle, private, settings, accountant,
-                                                 derived_rng(settings.seed, "release-reference", problem.name))
+                                                 _selection_rng(settings, "release-reference", problem.name))
     front_eps, front_util = front["epsilon"].to_numpy(), front["utility"].to_numpy()
     record = {
         "problem": problem.name,
@@ -121,8 +129,10 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
                       "covers": "every trial's DP-SGD training on the private training rows, every trial's noisy score "
                                 "on the private validation rows, and the selection of the best trial (the released "
                                 "model and its hyperparameters)",
-                      "neighbouring": f"{oracle_neighbouring(problem)}: neighbouring private datasets differ in one row "
-                                      f"of the training or of the validation rows (a split by position, fixed by the seed)",
+                      "neighbouring": f"{oracle_neighbouring(problem)}, per part: neighbouring private datasets differ "
+                                      f"in one row of the training rows or one row of the validation rows (the split, by "
+                                      f"position and seed, and the row counts are treated as public)",
+                      "randomness": RANDOMNESS[settings.randomness],
                       "accounting": "RDP: trial = random choice among the candidates (largest RDP at each order) of "
                                     "training + Gaussian score; RepeatAndSelectDpEvent (Papernot & Steinke 2022, Thm 2); "
                                     f"converted by {accountant.conversion.name}",
@@ -138,18 +148,19 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
                      "front_utility": chosen.front_utility, "noisy_validation_score": selected.score},
         "test_accuracy": test_accuracy,
         "test_rows": len(private.test.y_test),
-        "trials_run_not_released": selected.trials,
-        "reference_without_private_tuning": reference,
+
         "front": {"epsilon": front_eps.tolist(), "utility": front_util.tolist(),
                   "best_utility_at_total": _best_at(front_eps, front_util, plan.total_epsilon),
                   "best_utility_at_eps0": _best_at(front_eps, front_util, plan.eps0)},
         "candidates": [asdict(c) for c in plan.candidates],
-        "seconds": time.perf_counter() - start,
         "package_version": __version__,
         "model": model,
+        "diagnostics": {"keep_private": "NOT covered by the release's guarantee: publishing any of these is not "
+                                        "covered (K, and the run time that reveals it, must stay hidden)",
+                        "trials_run": selected.trials, "seconds": time.perf_counter() - start,
+                        "reference_without_private_tuning": reference},
     }
-    log.info("%s: released %s after %d trials (not released); test accuracy %.4f", problem.name, chosen.point,
-             selected.trials, test_accuracy)
+    log.info("%s: released %s; test accuracy %.4f", problem.name, chosen.point, test_accuracy)
     return record
 
 
@@ -181,6 +192,14 @@ def reference_without_private_tuning(points, oracle, private: PrivateData, setti
                     "accuracy; its epsilon leaves the tuning out. A diagnostic, never released"}
 
 
+def _selection_rng(settings: ReleaseSettings, *names) -> np.random.Generator:
+    if settings.randomness == "os":
+        import secrets
+
+        return np.random.default_rng(secrets.randbits(128))
+    return derived_rng(settings.seed, *names)
+
+
 def oracle_neighbouring(problem: Problem) -> str:
     return str(problem.oracle.neighbouring)
 
@@ -192,14 +211,17 @@ def _best_at(eps: np.ndarray, utility: np.ndarray, level: float) -> float:
 
 
 def write(record: dict, problem: Problem, folder_files: dict, provenance: dict) -> None:
-    """The release's files: `model` (.npz of named arrays), `candidates` (Parquet), `record` (JSON, last)."""
+    """The release's files: `model` (.npz of named arrays), `candidates` (Parquet), `diagnostics` (JSON,
+    kept private: K, the run time, the non-private reference), `record` (JSON, last)."""
     with atomic_path(folder_files["model"]) as tmp:
         with open(tmp, "wb") as f:
             np.savez(f, **weights(problem, record["model"]))
     frame = pd.DataFrame([{**c["point"], "training_epsilon": c["training_epsilon"], "front_epsilon": c["front_epsilon"],
                            "front_utility": c["front_utility"], "origin": c["origin"]} for c in record["candidates"]])
     write_frame(frame, folder_files["candidates"], {**provenance, "eps0": record["eps0"]})
-    saved = {k: v for k, v in record.items() if k != "model"}
+    with atomic_path(folder_files["diagnostics"]) as tmp:
+        tmp.write_text(json.dumps(record["diagnostics"], indent=2, default=_json_default) + "\n")
+    saved = {k: v for k, v in record.items() if k not in ("model", "diagnostics")}
     with atomic_path(folder_files["record"]) as tmp:
         tmp.write_text(json.dumps({**saved, "provenance": provenance}, indent=2, default=_json_default) + "\n")
 

@@ -66,6 +66,7 @@ class ReleaseSettings:
     score_noise: float       # sd of the Gaussian noise on the validation accuracy
     candidates: CandidateSettings
     seed: int
+    randomness: str = "config-seed"   # or "os": the selection's draws from OS entropy, not recorded
 
     @property
     def tuning_problem(self) -> str:
@@ -88,7 +89,7 @@ class ReleaseSettings:
                    score_noise=float(release["score_noise"]),
                    candidates=CandidateSettings(int(candidates["max"]), int(candidates["perturbations"]),
                                                 float(candidates["scale"])),
-                   seed=int(config["seed"]))
+                   seed=int(config["seed"]), randomness=str(release.get("randomness", "config-seed")))
 
     def split_seed(self) -> int:
         """The seed of the tuning/private split: the config seed and the problem, nothing of the data."""
