@@ -240,14 +240,16 @@ def test_the_candidates_are_front_points_better_than_the_trivial_predictor_neare
     rows = [dict(p, epsilon=e, error=err, utility=1 - err, failure=None)
             for p, e, err in [(POINTS[0], 0.1, 0.24), (POINTS[1], 0.5, 0.22), (POINTS[2], 2.0, 0.18),
                               ({**POINTS[2], "epochs": 3}, 3.0, 0.25), ({**POINTS[0], "epochs": 5}, 8.0, 0.15)]]
-    front = candidates.front_points(pd.DataFrame(rows), problem, error_floor=0.24)
-    assert list(front["epsilon"]) == [0.5, 2.0, 8.0]           # 0.1 sits at the floor, 3.0 is dominated
+    front, better = candidates.front_points(pd.DataFrame(rows), problem, error_floor=0.24)
+    assert better and list(front["epsilon"]) == [0.5, 2.0, 8.0]   # 0.1 sits at the floor, 3.0 is dominated
+    whole, better = candidates.front_points(pd.DataFrame(rows), problem, error_floor=0.1)
+    assert not better and list(whole["epsilon"]) == [0.1, 0.5, 2.0, 8.0]   # none beats it: the whole front
     points, values, origins = candidates.choose(front, problem, 1.0, CandidateSettings(2, 1, 0.2),
                                                 np.random.default_rng(0))
     assert [v[0] for v in values] == [0.5, 0.5, 2.0, 2.0] and origins == ["front", "perturbed"] * 2
     assert points[0]["epochs"] == 8 and points[1]["noise"] == points[0]["noise"]
     assert all(problem.check(p) == p for p in points)
-    with pytest.raises(UserError, match="no point better than the trivial predictor"):
+    with pytest.raises(UserError, match="has no successful evaluation"):
         candidates.choose(front.iloc[:0], problem, 1.0, CandidateSettings(2, 0, 0.2), np.random.default_rng(0))
 
 

@@ -54,7 +54,9 @@ def release_table(record: dict, config: str) -> tuple[pd.DataFrame, str]:
         ("eps0", record["eps0"], "each trial's training alone, at delta (every candidate's noise calibrated to it): NOT the guarantee"),
         ("one trial's epsilon", record["trial_epsilon"], "one trial's training and noisy score, at delta: NOT the guarantee"),
         ("selection", record["selection"]["describe"], ""),
-        ("candidates", len(record["candidates"]), "front points nearest the total epsilon (and their perturbations)"),
+        ("candidates", len(record["candidates"]),
+         "front points nearest the total epsilon (and their perturbations)" if record["candidates_beat_trivial_predictor"]
+         else "the whole front, nearest the total epsilon: no front point beat the trivial predictor (a short tuning study)"),
         ("score noise sd", record["score"]["noise_sd"],
          f"Gaussian, on the accuracy over {record['score']['validation_rows']} validation rows (sensitivity 1/{record['score']['validation_rows'] - 1})"),
         ("released hyperparameters", hyper, "covered by the total (the selection's output)"),

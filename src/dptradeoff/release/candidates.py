@@ -14,14 +14,16 @@ from ..problems.tables import succeeded
 from .settings import CandidateSettings
 
 
-def front_points(evaluations: pd.DataFrame, problem: Problem, error_floor: float) -> pd.DataFrame:
-    """The Pareto-optimal evaluations in (epsilon, error) that beat the trivial predictor (error below
-    `error_floor`), one row per distinct setting, by increasing epsilon."""
+def front_points(evaluations: pd.DataFrame, problem: Problem, error_floor: float) -> tuple[pd.DataFrame, bool]:
+    """The Pareto-optimal evaluations in (epsilon, error), one row per distinct setting, by increasing
+    epsilon: those that beat the trivial predictor (error below `error_floor`), or, where none does (a
+    short tuning study), the whole front; and whether they beat it."""
     ok = succeeded(evaluations)
     ok = ok[np.isfinite(ok["epsilon"]) & np.isfinite(ok["error"])]
-    front = ok[pareto_mask(ok[["epsilon", "error"]].to_numpy())]
-    front = front[front["error"] < error_floor]
-    return front.drop_duplicates(subset=problem.names).sort_values("epsilon").reset_index(drop=True)
+    front = ok[pareto_mask(ok[["epsilon", "error"]].to_numpy())] if len(ok) else ok
+    better = front[front["error"] < error_floor]
+    chosen = better if len(better) else front
+    return chosen.drop_duplicates(subset=problem.names).sort_values("epsilon").reset_index(drop=True), bool(len(better))
 
 
 def choose(front: pd.DataFrame, problem: Problem, total_epsilon: float, settings: CandidateSettings,
@@ -30,8 +32,8 @@ def choose(front: pd.DataFrame, problem: Problem, total_epsilon: float, settings
     points, those whose epsilon is nearest `total_epsilon` on a log scale (the part of the front a release
     at that total competes with), then `settings.perturbations` jittered copies of each."""
     if front.empty:
-        raise UserError(f"The tuning front of {problem.name} has no point better than the trivial predictor, so "
-                        f"there is nothing to release; run a longer tuning study (dpareto.iterations) first.")
+        raise UserError(f"The tuning study of {problem.name} has no successful evaluation, so there is no front to "
+                        f"release from; fix the failures its evaluation rows record, then rerun it.")
     distance = np.abs(np.log(front["epsilon"].clip(lower=1e-300)) - math.log(total_epsilon))
     kept = front.iloc[np.argsort(distance.to_numpy(), kind="stable")[:settings.max]].sort_values("epsilon")
     points, values, origins = [], [], []

@@ -91,7 +91,10 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
     private = private_data(problem, settings, data_dir)
     tuning_data = load_data(tuning_problem, data_dir) if data_dir else load_data(tuning_problem)
     floor = tuning_problem.error_floor(tuning_data, utility_floor)
-    front = candidate_points.front_points(tuning_evaluations, tuning_problem, floor)
+    front, beat_trivial = candidate_points.front_points(tuning_evaluations, tuning_problem, floor)
+    if not beat_trivial:
+        log.warning("%s: no front point beats the trivial predictor (error %.4g); the candidates are the whole front: "
+                    "run a longer tuning study for better ones", tuning_problem.name, floor)
     points, values, origins = candidate_points.choose(front, problem, settings.epsilon, settings.candidates,
                                                       derived_rng(settings.seed, "release-candidates", problem.name))
     n_train, n_val = private.training.n_train, len(private.validation.y_test)
@@ -153,6 +156,7 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
                   "best_utility_at_total": _best_at(front_eps, front_util, plan.total_epsilon),
                   "best_utility_at_eps0": _best_at(front_eps, front_util, plan.eps0)},
         "candidates": [asdict(c) for c in plan.candidates],
+        "candidates_beat_trivial_predictor": beat_trivial,
         "package_version": __version__,
         "model": model,
         "diagnostics": {"keep_private": "NOT covered by the release's guarantee: publishing any of these is not "
