@@ -24,18 +24,20 @@ N_ADULT = 26048
 
 def test_hvpoi_proposes_what_it_proposed_before():
     """The paper's algorithm (privacy GP + HVPoI) is unchanged: proposals on fixed inputs, recorded
-    before the exact-privacy acquisition was added (equal up to BLAS rounding)."""
+    before the exact-privacy acquisition was added (equal up to BLAS rounding). On this session's
+    machine, at the recording commit too, the single proposal moved by 2e-6, the batch's points by up
+    to 2e-3 and the adult proposal by 2e-4 (relative): L-BFGS-B ends elsewhere on another BLAS's sums."""
     rng = np.random.default_rng(3)
     evals = toy_oracle(pd.DataFrame(rng.random((14, 2)), columns=["a", "b"]))
     one = propose(TOY, evals, 1, Settings(candidates=800, gp_restarts=2), np.random.default_rng(11)).points
     np.testing.assert_allclose(one[["a", "b", "acquisition"]].to_numpy(), [[0.0, 0.2889935495519061, 1.8783749083017236]],
-                               rtol=1e-6, atol=1e-9)
+                               rtol=1e-5, atol=1e-9)
     batch = propose(TOY, evals, 3, Settings(candidates=800, gp_restarts=2, reference="fixed"),
                     np.random.default_rng(11)).points
     np.testing.assert_allclose(batch[["a", "b", "acquisition"]].to_numpy(),
                                [[0.0, 0.2889873079102995, 1.879815464745671],
                                 [0.5600134766883652, 0.30755506429080004, 0.2724009524174007],
-                                [0.18435444509570736, 0.30210182911699207, 0.19042980247845948]], rtol=1e-6, atol=1e-9)
+                                [0.18435444509570736, 0.30210182911699207, 0.19042980247845948]], rtol=5e-3, atol=1e-9)
     problem = PROBLEMS["adult-logreg-sgd"]
     points = sample(problem, 20, np.random.default_rng(5))
     points["epsilon"] = [dpsgd.epsilon(30000, int(r.lot_size), int(r.epochs), float(r.noise), 1e-5) for r in points.itertuples()]
@@ -44,7 +46,7 @@ def test_hvpoi_proposes_what_it_proposed_before():
     adult = propose(problem, points, 1, Settings(candidates=1000, gp_restarts=2, refit_every=16),
                     np.random.default_rng(12)).points
     np.testing.assert_allclose(adult[problem.names + ["acquisition"]].to_numpy(),
-                               [[1.0, 8.0, 0.0005, 1.3294112686061057, 0.1, 0.4581542579969742]], rtol=1e-6)
+                               [[1.0, 8.0, 0.0005, 1.3294112686061057, 0.1, 0.4581542579969742]], rtol=1e-3)
 
 
 def test_rdp_over_many_ratios_equals_rdp_ratio_by_ratio():

@@ -17,6 +17,12 @@ rule release:
         conversion=RDP_CONVERSION,
         config_label=config_label(),
     threads: 1
+    # K ~ TNB trainings plus the reference's one per candidate: a fixed request (its K is not known
+    # before it is drawn), memory from the data, a GPU where the problem trains with torch.
+    resources:
+        runtime=per_attempt(240),
+        mem_mb=evaluation_mem_mb,
+        gpu=evaluation_gpu,
     log:
         "logs/release/{problem}.log",
     conda:
