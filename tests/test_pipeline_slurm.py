@@ -30,12 +30,12 @@ MARK = "# Written by dptradeoff's profiles/slurm/local-slurm"
 CLUSTER_RULES = {"dataset_split", "reddit_histogram", "evaluate_batch", "evaluate_random_batch", "bo_evaluate",
                  "illustration_evaluate", "illustration_surfaces", "expost_invocations", "expost_thread_trials",
                  "expost_ml_candidates", "expost_ml_trials", "proposetest_simulation", "proposetest_adult",
-                 "taylor_measure", "query"}
+                 "taylor_measure", "query", "release"}
 LOCAL_RULES = {"bo_propose", "bo_initial", "bo_gather", "gather_evaluations", "random_points", "uniform_points",
                "grid_points", "illustration_points", "embedded_wheel", "table2", "overhead_table", "front_quality",
                "batch_vs_sequential", "fig_oracles", "fig_surfaces", "fig5", "fig6", "fig_fronts", "front_report",
                "expost_fig1", "expost_thread_table", "expost_table3", "proposetest_figures", "taylor_fig1_table1",
-               "taylor_fig2", "all"}
+               "taylor_fig2", "release_report", "all"}
 HARD_TIMEOUT = 2400   # seconds: a hang (e.g. a status command that never answers) fails the test
 
 
