@@ -57,11 +57,7 @@ class Plan:
     release_event: object
     total_epsilon: float               # the accountant's epsilon of `release_event` at delta
     delta: float
-
-    @property
-    def trial_epsilon(self) -> float:
-        """One trial (its training and score) alone, at delta: for the record."""
-        return Accountant().epsilon(self.trial_event, self.delta)
+    trial_epsilon: float               # one trial (its training and score) alone, by the same accountant: for the record
 
 
 def trial_event(training_events: Sequence, score_noise_multiplier: float):
@@ -94,7 +90,8 @@ def plan(points: Sequence[dict], event_of: Callable[[dict], object], *, total: f
             return None
         trial = trial_event([event_of(c.point) for c in chosen], multiplier)
         event = release_event(trial, eta, mean_trials)
-        return Plan(eps0, tuple(chosen), multiplier, trial, event, accountant.epsilon(event, delta), delta)
+        return Plan(eps0, tuple(chosen), multiplier, trial, event, accountant.epsilon(event, delta), delta,
+                    accountant.epsilon(trial, delta))
 
     # eps0 from the total down by halves to the first that fits (too small an eps0 fits no candidate:
     # the RDP -> DP conversion alone costs some epsilon), then bisection up to the next that does not.

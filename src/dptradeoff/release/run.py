@@ -20,9 +20,10 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import pandas as pd
 
-from .. import UserError, __version__
+from .. import UserError, __version__, paths
 from ..io import atomic_path, write_frame
 from ..privacy.accountant import Accountant
+from ..privacy.calibration import calibrate_noise
 from ..problems.evaluate import load_data
 from ..problems.oracle import Data
 from ..problems.problem import Problem
@@ -55,13 +56,13 @@ class PrivateData:
     description: str
 
 
-def private_data(problem: Problem, settings: ReleaseSettings, data_dir: str | None = None) -> PrivateData:
+def private_data(problem: Problem, settings: ReleaseSettings, data_dir: str = paths.DATA_DIR) -> PrivateData:
     """The release problem's private rows (all training rows, or those outside the tuning split), as
     its oracle prepares them, split into training and validation rows by a seeded permutation."""
     if isinstance(settings.tuning, SplitTuning):
         problem = replace(problem, rows=RowSplit(settings.tuning.fraction, settings.split_seed(), "private",
                                                  settings.tuning.holdout))
-    data = load_data(problem, data_dir) if data_dir else load_data(problem)
+    data = load_data(problem, data_dir)
     if data is None:
         raise UserError(f"{problem.name} has no dataset of the pipeline, so it has no private rows to release a model "
                         f"of; give it a `dataset:`.")
@@ -80,7 +81,7 @@ def private_data(problem: Problem, settings: ReleaseSettings, data_dir: str | No
 
 
 def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.DataFrame, settings: ReleaseSettings,
-            accountant: Accountant, data_dir: str | None = None, utility_floor: float | None = None) -> dict:
+            accountant: Accountant, data_dir: str = paths.DATA_DIR, utility_floor: float | None = None) -> dict:
     """Run the release; returns its record (what `write` saves), with the model under `model`."""
     check_releasable(problem)
     if set(tuning_problem.names) != set(problem.names):
@@ -89,7 +90,7 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
     start = time.perf_counter()
     oracle = oracle_target(problem)
     private = private_data(problem, settings, data_dir)
-    tuning_data = load_data(tuning_problem, data_dir) if data_dir else load_data(tuning_problem)
+    tuning_data = load_data(tuning_problem, data_dir)
     floor = tuning_problem.error_floor(tuning_data, utility_floor)
     front, beat_trivial = candidate_points.front_points(tuning_evaluations, tuning_problem, floor)
     if not beat_trivial:
@@ -174,8 +175,6 @@ def reference_without_private_tuning(points, oracle, private: PrivateData, setti
     its noise calibrated to the *total* epsilon, the best by exact validation accuracy, tested once.
     NOT private (the selection reads the validation rows without noise and its epsilon leaves the
     tuning out): a diagnostic for the price of private tuning, never released."""
-    from ..privacy.calibration import calibrate_noise
-
     n_train = private.training.n_train
     best = None
     for point in points:
