@@ -28,6 +28,7 @@ class DPSGD(Oracle):
     optimizer: str                          # sgd or adam
     accountant: Accountant = Accountant()   # its RDP conversion: dp_accounting's, or the classic one
     neighbouring = "replace-one"
+    trace_axis = "epochs"   # a training of E epochs passes through every shorter one (train/linear.py, mlp.py)
 
     @property
     def conversion(self) -> str:
@@ -78,6 +79,13 @@ class LinearDPSGD(DPSGD):
         w = linear.train(data.x_train, data.y_train, self.loss, self.optimizer, self.hyper(point), repeats, rng)
         return linear.accuracy(w, data.x_test, data.y_test)
 
+    def utilities_trace(self, point, data, repeats, rng, checkpoints):
+        from ..train import linear
+
+        w = linear.train_trace(data.x_train, data.y_train, self.loss, self.optimizer, self.hyper(point), repeats, rng,
+                               checkpoints)
+        return {e: linear.accuracy(w[k], data.x_test, data.y_test) for k, e in enumerate(checkpoints)}
+
     def train(self, point, data, rng):
         """One training's weights (bias last), for a release."""
         from ..train import linear
@@ -116,6 +124,23 @@ class MLPDPSGD(DPSGD):
         hp = self.hyper(point)
         return np.array([mlp.accuracy(mlp.train(data.x_train, data.y_train, self.architecture, self.optimizer, hp, int(s)),
                                       data.x_test, data.y_test) for s in seeds])
+
+    def utilities_trace(self, point, data, repeats, rng, checkpoints):
+        """As `utilities` (the same seeds: checkpoint e is `utilities` at e epochs exactly), each
+        replication's accuracy measured after every checkpoint epoch."""
+        from ..train import mlp
+
+        seeds = rng.integers(0, 2**62, size=repeats)
+        hp = self.hyper({**point, "epochs": checkpoints[-1]})
+        wanted, out = set(checkpoints), {e: [] for e in checkpoints}
+
+        def measure(epoch, params):
+            if epoch in wanted:
+                out[epoch].append(mlp.accuracy(params, data.x_test, data.y_test))
+
+        for s in seeds:
+            mlp.train(data.x_train, data.y_train, self.architecture, self.optimizer, hp, int(s), checkpoint=measure)
+        return {e: np.array(v) for e, v in out.items()}
 
     def train(self, point, data, rng):
         """One training's parameters (weights and biases per layer), for a release."""

@@ -22,6 +22,7 @@ from ..io import read_matrix, read_provenance
 from ..seeds import derive_seed
 from .oracle import Data
 from .problem import Problem
+from .traces import TraceSettings
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +82,20 @@ def _failure(exc: BaseException, problem: Problem, point: dict, oracle: str) -> 
 
 
 def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats: int, config_seed: int,
-             method: str, run: int, first_index: int = 0) -> pd.DataFrame:
+             method: str, run: int, first_index: int = 0, traces: TraceSettings | None = None) -> pd.DataFrame:
     """One row per point: hyperparameters, epsilon, delta, utility mean/min/max and per-run list,
     error = 1 - utility, failure (None, or what the oracle raised), seed, wall seconds, data source,
-    package version. `seed` is each point's own; the points of an oracle that trains a job's points
-    together are trained from one Generator seeded with `batch_seed` (None for the others)."""
+    package version, and the training it came from with the cost it added (`cost_columns`). `seed`
+    is each point's own; the points of an oracle that trains a job's points together are trained
+    from one Generator seeded with `batch_seed` (None for the others).
+
+    With `traces`, a point of an oracle with a trace axis is one training that records its utilities
+    at every checkpoint (`TraceSettings.checkpoints`): one row per checkpoint, each with the point's
+    hyperparameters at that axis value and the oracle's own epsilon there, in increasing order, the
+    point itself last (`trace_final`)."""
     oracle = problem.oracle
     checked = [problem.check(raw.to_dict()) for _, raw in points.iterrows()]
+    traced = traces is not None and oracle.trace_axis is not None and not oracle.trains_batches
     batch_seed = batched = None
     batch_failure = None
     if oracle.trains_batches and checked:
@@ -101,43 +109,81 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
             batch_failure = _failure(exc, problem, checked, "utility")
         batch_wall = (time.perf_counter() - start) / len(checked)
     rows = []
+    n = training_rows(data)
     for offset, point in enumerate(checked):
         index = first_index + offset
         seed = derive_seed(config_seed, problem.name, method, run, index)   # each point's own, batched or not
         start = time.perf_counter()
-        failure, eps, utils = batch_failure, math.nan, np.array([])
+        if traced:
+            checkpoints = traces.checkpoints(point[oracle.trace_axis], problem.bounds(oracle.trace_axis)[0])
+        else:
+            checkpoints = [point[oracle.trace_axis]] if oracle.trace_axis else [None]
+        at = [point if e is None else {**point, oracle.trace_axis: e} for e in checkpoints]
+        failure, eps, utils = batch_failure, [math.nan] * len(at), {}
         try:
-            eps = epsilon(problem, point, training_rows(data))
+            eps = [epsilon(problem, p, n) for p in at]
         except UserError:
             raise
         except Exception as exc:   # no epsilon, no point: recorded (and logged) as failed, never guessed
             failure = _failure(exc, problem, point, "privacy")
         if failure is None:
             try:
-                if batch_seed is None:
-                    utils = oracle.utilities(point, data, repeats, np.random.default_rng(seed))
+                if traced:
+                    utils = oracle.utilities_trace(point, data, repeats, np.random.default_rng(seed), checkpoints)
+                elif batch_seed is None:
+                    utils = {checkpoints[0]: oracle.utilities(point, data, repeats, np.random.default_rng(seed))}
                 else:
-                    utils = batched[offset]
+                    utils = {checkpoints[0]: batched[offset]}
             except UserError:
                 raise
             except Exception as exc:
                 failure = _failure(exc, problem, point, "utility")
         if failure is None:
-            utils = checked_utilities(problem, point, utils, repeats)
+            utils = {e: checked_utilities(problem, p, utils[e], repeats) for e, p in zip(checkpoints, at) if e in utils}
+        else:   # a failed training is one row, the point's own
+            at, eps, checkpoints = at[-1:], eps[-1:], checkpoints[-1:]
         wall = time.perf_counter() - start + (batch_wall if batch_seed is not None else 0.0)
-        mean = float(np.mean(utils)) if failure is None else math.nan
-        rows.append({
-            "problem": problem.name, "method": method, "run": run, "index": index, **point,
-            "epsilon": eps, "delta": problem.delta, "conversion": oracle.conversion,
-            "neighbouring": oracle.neighbouring, "utility": mean, "error": 1.0 - mean,
-            "utility_min": float(np.min(utils)) if failure is None else math.nan,
-            "utility_max": float(np.max(utils)) if failure is None else math.nan,
-            "utility_runs": [float(u) for u in utils], "repeats": repeats, "failure": failure, "seed": seed,
-            "batch_seed": batch_seed, "wall_seconds": wall,
-            "data_source": data.source if data else oracle.own_data,
-            "source_label": source_label(problem, data),
-            "package_version": __version__,
-        })
-        log.info("%s %s run %d #%d: %s -> epsilon %.4g, %s %s (%.1fs)", problem.name, method, run, index,
-                 point, eps, problem.utility, f"{mean:.4f}" if failure is None else f"FAILED ({failure})", wall)
+        kept = [k for k, e in enumerate(checkpoints) if failure is not None or e in utils]
+        costs = cost_columns(checkpoints, kept, n, repeats, wall)
+        for k, cost in zip(kept, costs):
+            values = utils.get(checkpoints[k], np.array([]))
+            mean = float(np.mean(values)) if failure is None else math.nan
+            rows.append({
+                "problem": problem.name, "method": method, "run": run, "index": index, **at[k],
+                "epsilon": eps[k], "delta": problem.delta, "conversion": oracle.conversion,
+                "neighbouring": oracle.neighbouring, "utility": mean, "error": 1.0 - mean,
+                "utility_min": float(np.min(values)) if failure is None else math.nan,
+                "utility_max": float(np.max(values)) if failure is None else math.nan,
+                "utility_runs": [float(u) for u in values], "repeats": repeats, "failure": failure, "seed": seed,
+                "batch_seed": batch_seed, **cost,
+                "data_source": data.source if data else oracle.own_data,
+                "source_label": source_label(problem, data),
+                "package_version": __version__,
+            })
+        final = rows[-1]
+        log.info("%s %s run %d #%d: %s -> epsilon %.4g, %s %s (%.1fs%s)", problem.name, method, run, index,
+                 point, final["epsilon"], problem.utility,
+                 f"{final['utility']:.4f}" if failure is None else f"FAILED ({failure})", wall,
+                 f", a trace of {len(kept)} points" if traced else "")
     return pd.DataFrame(rows)
+
+
+def cost_columns(checkpoints: list, kept: list[int], n: int | None, repeats: int, wall: float) -> list[dict]:
+    """What each kept row of one training records of it: `trace_final` (the training's own point, its
+    last row), `trace_points` (the training's rows), and the training cost the row added:
+    `cost_epochs` (trace axis units of one replication since the row before, NaN for an oracle
+    without a trace axis), `cost_examples` (cost_epochs x training rows x replications: per-example
+    gradients computed) and `wall_seconds` (the training's wall time, shared in proportion to
+    cost_epochs, or equally without them). A row dropped (a checkpoint a user's trace did not record)
+    leaves its cost to the next."""
+    axis = [math.nan if e is None else float(e) for e in checkpoints]
+    before = [0.0] + [axis[k] for k in kept[:-1]]
+    added = [axis[k] - b for k, b in zip(kept, before)]
+    total = sum(added)
+    rows = []
+    for position, (k, epochs) in enumerate(zip(kept, added)):
+        share = epochs / total if total and not math.isnan(total) else 1.0 / len(kept)
+        rows.append({"trace_final": position == len(kept) - 1, "trace_points": len(kept), "cost_epochs": epochs,
+                     "cost_examples": epochs * n * repeats if n is not None else math.nan,
+                     "wall_seconds": wall * share})
+    return rows

@@ -10,7 +10,10 @@ is an object (an instance of a class, or a module) with
 
 or, instead of `utility`, `utilities(point, data, repeats, rng) -> array of `repeats``. It may
 define `prepare(data) -> Data` (labels or features as its model needs them, a subsample: the n its
-epsilon sees is that of the prepared data). `Oracle` below supplies the defaults; subclassing it is
+epsilon sees is that of the prepared data). An iterative algorithm whose training of E epochs passes
+through every shorter training may declare `trace_axis` (an integer parameter, e.g. "epochs") and
+`utility_trace(point, data, rng) -> {axis value: utility}` (or `utilities_trace`): the utilities
+after each recorded value up to point[trace_axis], from one training (`problems.traces`). `Oracle` below supplies the defaults; subclassing it is
 optional.
 """
 from __future__ import annotations
@@ -54,6 +57,9 @@ class Oracle(ABC):
     # May be called from several threads at once (a local run evaluates chain points as threads of the
     # Snakemake process: dptradeoff.bo.chain_round); the built-in oracles keep no shared state.
     thread_safe = True
+    # The integer parameter along which one training passes through every shorter training (its
+    # utilities at every checkpoint from `utilities_trace`), or None: no traces.
+    trace_axis: str | None = None
 
     def cost_seconds(self, point: dict, n: int | None) -> float | None:
         """Estimated wall seconds of one utility replication at `point` (n training rows) on one CPU
@@ -84,10 +90,36 @@ class Oracle(ABC):
     def utilities(self, point: dict, data: Data | None, repeats: int, rng: np.random.Generator) -> np.ndarray:
         return replicate(self.utility, point, data, repeats, rng)
 
+    def utility_trace(self, point: dict, data: Data | None, rng: np.random.Generator) -> dict:
+        raise NotImplementedError(f"{type(self).__name__} declares trace_axis but defines neither utility_trace() nor "
+                                  f"utilities_trace(); define one")
+
+    def utilities_trace(self, point: dict, data: Data | None, repeats: int, rng: np.random.Generator,
+                        checkpoints: list[int]) -> dict[int, np.ndarray]:
+        """The utilities of `repeats` replications at each of `checkpoints` (increasing values of the
+        trace axis, the last point[trace_axis]), each replication one training. Checkpoint e's
+        utilities are those of trainings that end at e, from the same Generator state."""
+        seeds = rng.integers(0, 2**62, size=repeats)
+        runs = [_trace_by_value(self.utility_trace(point, data, np.random.default_rng(int(s))), self.trace_axis)
+                for s in seeds]
+        end = checkpoints[-1]
+        if any(end not in run for run in runs):
+            raise KeyError(f"utility_trace returned no utility at {self.trace_axis} = {end}, the point's own; it must "
+                           f"return the utility at the end of the training")
+        # the checkpoints every replication recorded (a user's trace may record fewer than asked)
+        return {e: np.array([run[e] for run in runs]) for e in checkpoints if all(e in run for run in runs)}
+
     def utilities_of_batch(self, points: list[dict], data: Data | None, repeats: int,
                            rng: np.random.Generator) -> list[np.ndarray]:
         """Every point's replications from one Generator (only where `trains_batches`)."""
         raise NotImplementedError(f"{type(self).__name__} sets trains_batches but defines no utilities_of_batch()")
+
+
+def _trace_by_value(trace, axis: str) -> dict[int, float]:
+    """One replication's trace {axis value: utility}, keys as ints (a user's trace may key them as floats)."""
+    if not isinstance(trace, dict):
+        raise TypeError(f"utility_trace must return a dict {{{axis}: utility}}, got {type(trace).__name__}")
+    return {int(round(float(k))): float(v) for k, v in trace.items() if float(k) == round(float(k))}
 
 
 def majority_share(data: Data) -> float:

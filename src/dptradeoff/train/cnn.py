@@ -128,8 +128,11 @@ def clipped_gradient_sum(model: Net, x, y, masks, clip: float, chunk: int = CHUN
     return sums, torch.cat(norms)
 
 
-def train(x: np.ndarray, y: np.ndarray, hp: DPSGDHyper, seed: int) -> Net:
-    """DP-SGD (plain SGD steps) of the CNN on pixel rows x, labels y; returns the network in eval mode."""
+def train(x: np.ndarray, y: np.ndarray, hp: DPSGDHyper, seed: int, checkpoint=None) -> Net:
+    """DP-SGD (plain SGD steps) of the CNN on pixel rows x, labels y; returns the network in eval mode.
+    `checkpoint(epoch, model)`, where given, is called after every epoch with the network in eval mode
+    (as mlp.train: what it sees after epoch e is a training of e epochs from the same seed); the
+    training continues in train mode after it."""
     dev = device()
     rng = np.random.default_rng(seed)
     model = Net()
@@ -140,7 +143,8 @@ def train(x: np.ndarray, y: np.ndarray, hp: DPSGDHyper, seed: int) -> Net:
     noise_std = 2.0 * hp.clip * hp.noise
     noise_gen = torch.Generator(device=dev).manual_seed(seed + 1)
     mask_gen = torch.Generator(device=dev).manual_seed(seed + 2)
-    for lot in hp.lots(len(xs), rng):
+    steps_per_epoch = hp.steps(len(xs)) // hp.epochs
+    for step, lot in enumerate(hp.lots(len(xs), rng), start=1):
         idx = torch.as_tensor(lot, device=dev)
         grads, _ = clipped_gradient_sum(model, xs[idx], ys[idx], dropout_masks(len(idx), mask_gen, dev), hp.clip)
         with torch.no_grad():
@@ -149,6 +153,9 @@ def train(x: np.ndarray, y: np.ndarray, hp: DPSGDHyper, seed: int) -> Net:
                 # (g + noise * std) / m, as mlp.py: N(0, (2 L z)^2) on the sum of clipped gradients
                 g = torch.randn(g.shape, generator=noise_gen, device=dev).mul_(noise_std).add_(g).div_(hp.lot_size)
                 p -= g.mul_(hp.learning_rate)
+        if checkpoint is not None and step % steps_per_epoch == 0:
+            checkpoint(step // steps_per_epoch, model.eval())
+            model.train()
     return model.eval()
 
 

@@ -72,9 +72,28 @@ def train(x: np.ndarray, y: np.ndarray, loss: str, optimizer: str, hp: DPSGDHype
     return _train(x, y, loss, optimizer, hp, runs, rng)[0]
 
 
-def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None):
+def train_trace(x: np.ndarray, y: np.ndarray, loss: str, optimizer: str, hp: DPSGDHyper, runs: int,
+                rng: np.random.Generator, epochs: list[int]) -> np.ndarray:
+    """The weights (len(epochs), runs, d + 1) of `runs` replications after each of `epochs` (increasing,
+    the last at most hp.epochs), from one training of max(epochs) epochs. Checkpoint e is exactly
+    `train_trace` of a training of e epochs from the same Generator state: the replications take their
+    steps together (step 1 of every run, then step 2, ...), so no draw of a later step comes before an
+    earlier one, and the learning rate is constant. (`train` runs the replications one after the
+    other: the same algorithm, its draws in another order.)"""
+    epochs = [int(e) for e in epochs]
+    if not epochs or epochs != sorted(set(epochs)) or epochs[0] < 1 or epochs[-1] > hp.epochs:
+        raise ValueError(f"trace epochs {epochs} must increase, from 1 up to the training's {hp.epochs} epochs")
+    n = len(y)
+    steps_per_epoch = hp.steps(n) // hp.epochs
+    trained = DPSGDHyper(epochs[-1], hp.lot_size, hp.learning_rate, hp.noise, hp.clip)
+    return _train(x, y, loss, optimizer, trained, runs, rng,
+                  checkpoints=np.array([e * steps_per_epoch for e in epochs], np.int64))[0]
+
+
+def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None, checkpoints=None):
     """`train`, also returning the lots (runs, steps, m) and noise (runs, steps, d + 1) it drew when
-    `record`; `csr` forces the row storage (None: CSR below CSR_BELOW_DENSITY)."""
+    `record`; `csr` forces the row storage (None: CSR below CSR_BELOW_DENSITY). With `checkpoints`
+    (increasing step counts) the weights after each, from `_trace_kernel`."""
     if loss not in LOSSES or optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown loss/optimizer {loss!r}/{optimizer!r}")
     x = np.ascontiguousarray(x, dtype=np.float32)
@@ -91,11 +110,15 @@ def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None):
         rows = (None, indptr, indices.astype(np.min_scalar_type(d + BLOCK)), None if binary else values)
     else:
         rows = (x, np.zeros(1, np.int64), np.zeros(0, np.uint8), None)
-    shape = (runs, steps) if record else (0, 0)
+    shape = (runs, steps) if record else (1, 1)   # one unused row when not recording
     lots, noise = np.zeros(shape + (m,), np.int64), np.zeros(shape + (d + 1,))
-    w = _kernel(*rows, d, norms, np.asarray(y, dtype=np.float64), LOSSES.index(loss), optimizer == "adam",
-                steps, m, hp.clip, hp.noise, hp.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, runs,
-                rng.integers(2**64, dtype=np.uint64), rng, record, lots, noise)
+    common = (*rows, d, norms, np.asarray(y, dtype=np.float64), LOSSES.index(loss), optimizer == "adam",
+              steps, m, hp.clip, hp.noise, hp.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, runs,
+              rng.integers(2**64, dtype=np.uint64), rng)
+    if checkpoints is None:
+        w = _kernel(*common, record, lots, noise)
+    else:
+        w = _trace_kernel(*common, checkpoints, lots if record else lots[:0], noise if record else noise[:0])
     return w, lots, noise
 
 
@@ -183,51 +206,88 @@ def _add(i, c, g, dense, indptr, indices, values):
 
 
 @numba.njit(**_FAST)
+def _step(t, wr, mu, nu, g, perm, state, rows, d, limit, y, loss, adam, m, clip, z, lr, beta1, beta2, kappa, rng,
+          record, lot_out, noise_out):
+    """Step t (1-based) of one replication with weights wr and Adam moments mu, nu: a fresh lot from
+    the SplitMix64 stream `state`, clipped gradients, N(0, (2 L z)^2) noise from rng, the update."""
+    n = len(y)
+    # Partial Fisher-Yates: each perm[k] is uniform over the not-yet-chosen perm[k:], so perm[:m] is
+    # a uniform m-subset, whatever order earlier steps (of this replication or another) left perm in.
+    for k in range(m):
+        j = k + _below(state, n - k)
+        perm[j], perm[k] = perm[k], perm[j]
+    if record:
+        lot_out[:] = perm[:m]
+    g[:] = 0.0
+    for k in range(m):
+        i = perm[k]
+        score = wr[d] + _dot(i, wr, *rows)
+        if loss == 0:
+            c = -y[i] / (1.0 + np.exp(y[i] * score))
+        elif loss == 1:
+            c = -y[i] if y[i] * score < 1.0 else 0.0
+        else:
+            c = score - y[i]
+        c = np.copysign(min(abs(c), limit[i]), c)  # c min(1, L / ||c x_i||)
+        _add(i, c, g, *rows)
+        g[d] += c
+    for f in range(d + 1):
+        e = 2.0 * clip * z * rng.standard_normal()
+        if record:
+            noise_out[f] = e
+        g[f] = (g[f] + e) / m
+    if adam:
+        mu[:] = beta1 * mu + (1 - beta1) * g[:d + 1]
+        nu[:] = beta2 * nu + (1 - beta2) * g[:d + 1] ** 2
+        wr[:d + 1] -= lr * (mu / (1 - beta1**t)) / (np.sqrt(nu / (1 - beta2**t)) + kappa)
+    else:
+        wr[:d + 1] -= lr * g[:d + 1]
+
+
+@numba.njit(**_FAST)
 def _kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, clip, z, lr,
             beta1, beta2, kappa, runs, seed, rng, record, lots, noise):
-    """Weights (runs, d + 1) of `runs` replications, from the arguments `_train` builds."""
+    """Weights (runs, d + 1) of `runs` replications, one after the other, from the arguments `_train`
+    builds: each replication's draws follow the one before's in the two streams."""
     rows = (dense, indptr, indices, values)
-    n, limit = len(y), clip / norms
+    limit = clip / norms
     w = np.zeros((runs, d + 1 + BLOCK))  # + the padding features
     g, mu, nu = np.empty(d + 1 + BLOCK), np.empty(d + 1), np.empty(d + 1)
-    perm = np.arange(n, dtype=np.uint32)
+    perm = np.arange(len(y), dtype=np.uint32)
     state = np.array([seed])
     for r in range(runs):
-        wr = w[r]
         mu[:], nu[:] = 0.0, 0.0
         for t in range(1, steps + 1):
-            # Partial Fisher-Yates: each perm[k] is uniform over the not-yet-chosen perm[k:], so
-            # perm[:m] is a uniform m-subset, whatever order earlier steps left perm in.
-            for k in range(m):
-                j = k + _below(state, n - k)
-                perm[j], perm[k] = perm[k], perm[j]
-            if record:
-                lots[r, t - 1] = perm[:m]
-            g[:] = 0.0
-            for k in range(m):
-                i = perm[k]
-                score = wr[d] + _dot(i, wr, *rows)
-                if loss == 0:
-                    c = -y[i] / (1.0 + np.exp(y[i] * score))
-                elif loss == 1:
-                    c = -y[i] if y[i] * score < 1.0 else 0.0
-                else:
-                    c = score - y[i]
-                c = np.copysign(min(abs(c), limit[i]), c)  # c min(1, L / ||c x_i||)
-                _add(i, c, g, *rows)
-                g[d] += c
-            for f in range(d + 1):
-                e = 2.0 * clip * z * rng.standard_normal()
-                if record:
-                    noise[r, t - 1, f] = e
-                g[f] = (g[f] + e) / m
-            if adam:
-                mu[:] = beta1 * mu + (1 - beta1) * g[:d + 1]
-                nu[:] = beta2 * nu + (1 - beta2) * g[:d + 1] ** 2
-                wr[:d + 1] -= lr * (mu / (1 - beta1**t)) / (np.sqrt(nu / (1 - beta2**t)) + kappa)
-            else:
-                wr[:d + 1] -= lr * g[:d + 1]
+            _step(t, w[r], mu, nu, g, perm, state, rows, d, limit, y, loss, adam, m, clip, z, lr, beta1, beta2,
+                  kappa, rng, record, lots[r, t - 1] if record else lots[0, 0], noise[r, t - 1] if record else noise[0, 0])
     return w[:, :d + 1].copy()
+
+
+@numba.njit(**_FAST)
+def _trace_kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, clip, z, lr,
+                  beta1, beta2, kappa, runs, seed, rng, checkpoints, lots, noise):
+    """Weights (len(checkpoints), runs, d + 1) after each checkpoint step: the replications advance
+    together, step by step, so the draws of the first T steps are the same whatever the total, and
+    the weights at checkpoint T are those of a training of T steps from the same Generator state."""
+    rows = (dense, indptr, indices, values)
+    limit = clip / norms
+    w = np.zeros((runs, d + 1 + BLOCK))
+    g, mu, nu = np.empty(d + 1 + BLOCK), np.zeros((runs, d + 1)), np.zeros((runs, d + 1))
+    perm = np.arange(len(y), dtype=np.uint32)
+    state = np.array([seed])
+    out = np.zeros((len(checkpoints), runs, d + 1))
+    record = lots.shape[0] > 0
+    c = 0
+    spare_lot, spare_noise = np.zeros(m, np.int64), np.zeros(d + 1)
+    for t in range(1, steps + 1):
+        for r in range(runs):
+            _step(t, w[r], mu[r], nu[r], g, perm, state, rows, d, limit, y, loss, adam, m, clip, z, lr, beta1, beta2,
+                  kappa, rng, record, lots[r, t - 1] if record else spare_lot,
+                  noise[r, t - 1] if record else spare_noise)
+        while c < len(checkpoints) and checkpoints[c] == t:
+            out[c] = w[:, :d + 1]
+            c += 1
+    return out
 
 
 def accuracy(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -63,7 +63,12 @@ def clipped_gradient_sum(params, x, y, clip: float):
     return grads, norms
 
 
-def train(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, hp: DPSGDHyper, seed: int) -> list[torch.Tensor]:
+def train(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, hp: DPSGDHyper, seed: int,
+          checkpoint=None) -> list[torch.Tensor]:
+    """The parameters after hp.epochs epochs of DP-SGD/DP-Adam. `checkpoint(epoch, params)`, where given,
+    is called after every epoch: the draws of the first e epochs (lots, noise) come from the seed's
+    streams in step order and the learning rate is constant, so the parameters it sees after epoch e
+    are those of a training of e epochs from the same seed."""
     dev = device()
     gen = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -75,6 +80,7 @@ def train(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, hp: DPSGDHype
     nu = [torch.zeros_like(p) for p in params]
     noise_std = 2.0 * hp.clip * hp.noise
     noise_gen = torch.Generator(device=dev).manual_seed(seed + 1)
+    steps_per_epoch = hp.steps(n) // hp.epochs
     for step, lot in enumerate(hp.lots(n, rng), start=1):
         idx = torch.as_tensor(lot, device=dev)
         grads, _ = clipped_gradient_sum(params, xs[idx], ys[idx], hp.clip)
@@ -91,6 +97,8 @@ def train(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, hp: DPSGDHype
                     mu_hat = mu[k] / (1 - ADAM_BETA1**step)
                     nu_hat = nu[k] / (1 - ADAM_BETA2**step)
                     p -= hp.learning_rate * mu_hat / (nu_hat.sqrt() + ADAM_KAPPA)
+        if checkpoint is not None and step % steps_per_epoch == 0:
+            checkpoint(step // steps_per_epoch, [p.detach() for p in params])
     return [p.detach() for p in params]
 
 
