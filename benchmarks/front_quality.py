@@ -4,9 +4,18 @@ BoTorch qLogNEHVI: `dptradeoff.peers`, configured as their documentation recomme
 sampling from the paper's Tables 3-4, on the same oracles, initial points and seeds.
 
 For each problem and seed, 16 initial points are drawn from Tables 3-4 (SVT: its domain) and shared
-by every method; each method then makes 48 sequential proposals (q = 1), each evaluated at once.
+by every method. The budget is training cost: the total epochs (per replication) that the default
+DPareto chain spends on its 16 + 48 evaluations for that seed (`--rounds`); every method proposes
+sequentially (q = 1), each point evaluated at once, until it has spent the budget, and is scored on
+the rows it had within it. A method named `<method>+traces` evaluates with epoch traces
+(`dptradeoff.problems.traces`): each training records every epoch as a row (the shared initial
+points too), and the optimiser sees every row (DPareto: its GPs a subsample, `Settings.gp_points`;
+Optuna: as completed trials; BoTorch: as training data). `random+traces` trains random points at the
+domain's largest epochs, every epoch kept. Problems without a trace axis (SVT) have no cost: there
+the budget is 16 + 48 evaluations and `+traces` methods equal their plain ones.
 Common random numbers: an evaluation's replications are seeded by (seed, problem, the point), so two
-methods proposing the same point see the same utilities (and the point is trained once). Problems at
+methods proposing the same point see the same utilities (and the point is trained once); a traced
+training is seeded by its point without the epochs, so a longer trace extends a shorter one exactly. Problems at
 the default config's scale (embedded data; R = 3 and epochs <= 16 on adult, R = 1 and epochs <= 4 on
 MNIST) and SVT (R = 50, whose exact front the illustration grid gives).
 
@@ -21,8 +30,12 @@ subsets can run in parallel processes. Needs the default config's data in --work
   ./in-env snakemake --cores 2 --directory DIR results/data/adult/train.parquet results/data/mnist/train.parquet
 Run:  ./in-env python benchmarks/front_quality.py --work DIR [--problems ...] [--seeds 8] [--methods ...]
       [--summary-only]
-Last line: region_hv_default_minus_best_peer=<paired mean over seeds> on adult LogReg+SGD (DPareto minus
-the peer with the best mean region metric there).
+Besides every metric at the budget: the share of the budget each method needed to reach the default
+chain's final region score (per seed; > 1: not reached), and the gap to the best-known front (every
+row of every method and seed pooled with 1,000 random points traced at the largest epochs) as a share
+of its region score.
+Last line: region_traced_over_default=<ratio of mean region scores> on adult LogReg+SGD (DPareto with
+traces over the default DPareto without them, at equal training cost), with their paired difference.
 """
 from __future__ import annotations
 
@@ -45,13 +58,20 @@ from dptradeoff.bo.propose import Context, DPareto, Settings  # noqa: E402
 from dptradeoff.peers import PEERS  # noqa: E402
 from dptradeoff.problems import get_problem  # noqa: E402
 from dptradeoff.problems.evaluate import evaluate, load_data  # noqa: E402
+from dptradeoff.problems.traces import TraceSettings  # noqa: E402
 from dptradeoff.seeds import derive_seed, rng  # noqa: E402
 from dptradeoff.stats.front_metrics import MetricSettings  # noqa: E402
 from dptradeoff.stats.front_quality import FLOOR_MARGIN  # noqa: E402
 
 K0, BLOCK = 16, 16
-PROBLEMS = ["adult-logreg-sgd", "adult-logreg-adam", "mnist-mlp2-sgd", "svt"]
-METHODS = ["dpareto", "optuna-tpe", "optuna-gp", "botorch", "random"]
+TRACED = "+traces"
+PROBLEMS = ["adult-logreg-sgd", "adult-logreg-adam", "adult-svm-sgd", "mnist-mlp2-sgd", "svt"]
+METHODS = ["dpareto", "dpareto+traces", "optuna-tpe", "optuna-tpe+traces", "optuna-gp", "optuna-gp+traces",
+           "botorch", "botorch+traces", "random", "random+traces"]
+REFERENCE = "dpareto+traces"   # the method every other is compared with
+DEFAULT = "dpareto"            # the default config's DPareto without traces: its 16 + rounds chain sets the budget
+BEST_KNOWN_RANDOM = 1000       # random points (traced at the largest epochs) in the best-known front
+MAX_ROUNDS = 2000              # a method that spends almost nothing per round still stops
 # DPareto variants (the config's settings with these changed); `dpareto` is the config's default.
 VARIANTS = {
     # Each differs from the config's default (`dpareto`: exact privacy, HVPoI in the region, full refits in
@@ -66,6 +86,7 @@ VARIANTS = {
     "dpareto-exact-hvpoi-region-replications": {"utility_noise": "replications"},
     "dpareto-exact-hvpoi-region-cap": {"utility_cap": "floor"},
     "dpareto-margin": {"floor_margin": 0.01},   # improvement counted from 0.01 below the floor
+    "dpareto-gp128": {"gp_points": 128},        # (with traces) the GPs see at most 128 rows
 }
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config", "config.yaml")
 
@@ -73,54 +94,99 @@ CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config"
 class Oracle:
     """A problem's oracles with common random numbers and a cache: one training per distinct point."""
 
-    def __init__(self, problem, data, repeats: int, seed: int):
-        self.problem, self.data, self.repeats, self.seed = problem, data, repeats, seed
+    def __init__(self, problem, data, repeats: int, seed: int, traces: TraceSettings):
+        self.problem, self.data, self.repeats, self.seed, self.traces = problem, data, repeats, seed, traces
+        self.axis = problem.oracle.trace_axis
         self.cache: dict[tuple, pd.DataFrame] = {}
 
-    def __call__(self, points: pd.DataFrame) -> pd.DataFrame:
+    def __call__(self, points: pd.DataFrame, traced: bool = False) -> pd.DataFrame:
+        traced = traced and self.axis is not None
         rows = []
         for _, point in points[self.problem.names].iterrows():
             key = tuple(np.round(point.to_numpy(float), 12))
-            if key not in self.cache:
-                index = derive_seed(self.seed, "crn", *key) % 2**31   # the point's own replication seeds
-                self.cache[key] = evaluate(self.problem, point.to_frame().T, self.data, self.repeats, self.seed, "crn",
-                                           0, index)
-            rows.append(self.cache[key])
+            if (traced, key) not in self.cache:
+                # a trace's seed leaves out its length: a longer trace of the same point extends a shorter one
+                seeded = tuple(v for n, v in zip(self.problem.names, key) if not (traced and n == self.axis))
+                index = derive_seed(self.seed, "crn", *(("trace",) if traced else ()), *seeded) % 2**31
+                self.cache[traced, key] = evaluate(self.problem, point.to_frame().T, self.data, self.repeats, self.seed,
+                                                   "crn", 0, index, self.traces if traced else None)
+            rows.append(self.cache[traced, key])
         return pd.concat(rows, ignore_index=True)
 
 
+def spent(evals: pd.DataFrame) -> float:
+    """The training cost of the rows: epochs of one replication (rows without a trace axis: one each)."""
+    cost = evals["cost_epochs"].to_numpy(float)
+    return float(np.where(np.isnan(cost), 1.0, cost).sum())
+
+
+def budget_of(default_evals: pd.DataFrame) -> float:
+    return spent(default_evals)
+
+
 def run_chain(method: str, problem, oracle: Oracle, initial: pd.DataFrame, settings: Settings, seed: int,
-              rounds: int, context: Context) -> pd.DataFrame:
-    """K0 + rounds evaluations of one method (its proposal seconds in `proposal_seconds`)."""
-    if method == "random":
-        points = sample(problem, K0 + rounds, rng(seed, problem.name, "front_quality", "initial"))
-        return oracle(points).assign(proposal_seconds=0.0)
-    if method == "dpareto":
+              budget: float, context: Context) -> pd.DataFrame:
+    """A method's evaluations from the shared initial points until it has spent `budget` (its proposal
+    seconds in `proposal_seconds`)."""
+    base, traced = method.removesuffix(TRACED), method.endswith(TRACED)
+    if base == "random":
+        stream = rng(seed, problem.name, "front_quality", "initial")
+        evals = []
+        while spent(pd.concat(evals, ignore_index=True)) < budget if evals else True:
+            points = sample(problem, K0, stream)   # the first K0 are the shared initial points
+            if traced and oracle.axis:
+                points[oracle.axis] = problem.bounds(oracle.axis)[1]
+            for i in range(len(points)):
+                evals.append(oracle(points.iloc[[i]], traced))
+                if spent(pd.concat(evals, ignore_index=True)) >= budget:
+                    break
+        return pd.concat(evals, ignore_index=True).assign(proposal_seconds=0.0)
+    if base == "dpareto":
         proposer = DPareto(settings)
-    elif method in VARIANTS:
-        proposer = DPareto(replace(settings, **VARIANTS[method]))
+    elif base in VARIANTS:
+        proposer = DPareto(replace(settings, **VARIANTS[base]))
     else:
-        proposer = PEERS[method]
-    evals, previous = initial.assign(proposal_seconds=np.nan), None
-    for r in range(rounds):
+        proposer = PEERS[base]
+    evals = oracle(initial, traced).assign(proposal_seconds=np.nan)
+    previous = None
+    for r in range(MAX_ROUNDS):
+        if spent(evals) >= budget:
+            break
         points, record = proposer.round(problem, evals, 1, seed, 0, r, K0, previous, context=context)
         previous = record
-        new = oracle(points[problem.names]).assign(proposal_seconds=float(points["proposal_seconds"].iloc[0]))
+        new = oracle(points[problem.names], traced).assign(proposal_seconds=float(points["proposal_seconds"].iloc[0]))
         evals = pd.concat([evals, new], ignore_index=True)
     return evals
 
 
-def summarise(evals: pd.DataFrame, metric_settings: MetricSettings, floor: float) -> dict:
-    """Every metric of the method's K0 + rounds evaluations, the share of proposals at the floor per block
-    of BLOCK rounds, and the median optimiser seconds per proposal."""
-    out = {}
+def within(evals: pd.DataFrame, budget: float) -> pd.DataFrame:
+    """The rows a method had when it had spent `budget`: a trace's rows come in training order, so a
+    training cut by the budget keeps its earlier epochs."""
+    cost = evals["cost_epochs"].to_numpy(float)
+    return evals[np.cumsum(np.where(np.isnan(cost), 1.0, cost)) <= budget + 1e-9]
+
+
+def summarise(evals: pd.DataFrame, metric_settings: MetricSettings, floor: float, budget: float,
+              target: float, best_known: float) -> dict:
+    """Every metric of the rows within the budget, the share of the budget spent to reach `target`
+    (the default's region score; inf: not reached), the gap to the best-known front's region score
+    `best_known` as a share of it, the share of trainings at the floor per block of BLOCK after the
+    initial ones, and the median optimiser seconds per proposal."""
+    kept = within(evals, budget)
+    out = {"trainings": int(kept["trace_final"].sum()), "rows": len(kept), "spent": spent(kept) / budget}
     for metric in metric_settings.metrics(floor):
-        out[metric.name] = metric.value(evals["epsilon"], evals["error"])
-    after = evals.iloc[K0:]
-    for block in range(-(-len(after) // BLOCK)):
-        part = after.iloc[block * BLOCK:(block + 1) * BLOCK]
+        out[metric.name] = metric.value(kept["epsilon"], kept["error"])
+    region = next(m for m in metric_settings.metrics(floor) if m.name == "region")
+    curve = region.curve(kept["epsilon"], kept["error"])
+    cost = np.cumsum(np.nan_to_num(kept["cost_epochs"].to_numpy(float), nan=1.0))
+    reached = np.flatnonzero(curve >= target - 1e-12)
+    out["cost_to_default"] = float(cost[reached[0]] / budget) if len(reached) else np.inf
+    out["gap_to_best_known"] = 1.0 - out["region"] / best_known if best_known > 0 else np.nan
+    finals = kept[kept["trace_final"]].iloc[K0:]
+    for block in range(min(3, -(-len(finals) // BLOCK))):
+        part = finals.iloc[block * BLOCK:(block + 1) * BLOCK]
         out[f"at_floor_rounds_{block * BLOCK}_{(block + 1) * BLOCK - 1}"] = float(np.mean(part["error"] >= floor - FLOOR_MARGIN))
-    out["seconds_per_proposal"] = float(after["proposal_seconds"].median())
+    out["seconds_per_proposal"] = float(kept["proposal_seconds"].median())
     return out
 
 
@@ -134,13 +200,40 @@ def paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, float]:
     return float(d.mean()), float(d.mean() - half), float(d.mean() + half), float(stats.ttest_1samp(d, 0.0).pvalue)
 
 
+def cached(path: str, compute) -> pd.DataFrame:
+    """A frame from `path`, computed and written atomically the first time (a killed run resumes)."""
+    if not os.path.exists(path):
+        frame = compute()
+        frame.to_parquet(path + ".tmp")
+        os.replace(path + ".tmp", path)
+    return pd.read_parquet(path)
+
+
+def best_known_region(name, problem, oracle_of, files, metric_settings, floor) -> float:
+    """The region score of every row of every method and seed pooled with BEST_KNOWN_RANDOM random points,
+    traced at the largest epochs (seed 0's oracle: its common random numbers)."""
+    def random_points():
+        oracle = oracle_of(0)
+        points = sample(problem, BEST_KNOWN_RANDOM, rng(0, name, "front_quality", "best-known"))
+        if oracle.axis:
+            points[oracle.axis] = problem.bounds(oracle.axis)[1]
+        return oracle(points, traced=True)
+
+    pool = [cached(f"front_quality/{name}_best_known_random_{BEST_KNOWN_RANDOM}.parquet", random_points)]
+    pool += [pd.read_parquet(f) for f in files]
+    pool = pd.concat([f[["epsilon", "error"]] for f in pool], ignore_index=True)
+    region = next(m for m in metric_settings.metrics(floor) if m.name == "region")
+    return region.value(pool["epsilon"], pool["error"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", required=True)
     parser.add_argument("--problems", nargs="+", default=PROBLEMS)
     parser.add_argument("--methods", nargs="+", default=METHODS)
     parser.add_argument("--seeds", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=48, help="proposals after the 16 initial points")
+    parser.add_argument("--rounds", type=int, default=48, help="the default chain's proposals after the 16 initial "
+                        "points: its training cost is every method's budget")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--summary-only", action="store_true", help="only summarise what --work holds")
     args = parser.parse_args()
@@ -148,7 +241,9 @@ def main() -> None:
     os.makedirs("front_quality", exist_ok=True)
     config = yaml.safe_load(open(CONFIG))
     settings = Settings.from_config(config["dpareto"], config["statistics"])
+    traces = TraceSettings.from_config({**config["dpareto"], "traces": True})
     metric_settings = MetricSettings.from_config(config["statistics"])
+    methods = [DEFAULT] + [m for m in args.methods if m != DEFAULT]   # the default first: it sets the budget
     rows = []
     for name in args.problems:
         problem_config = config["problems"].get(name, {})
@@ -156,130 +251,170 @@ def main() -> None:
         data = load_data(problem)
         floor = problem.error_floor(data)
         context = Context(data.n_train if data is not None else None, floor)
+        repeats = problem_config.get("repeats", problem.default_repeats)
+        oracle_of = lambda seed: Oracle(problem, data, repeats, seed, traces)  # noqa: E731
+        files = {}
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            oracle = Oracle(problem, data, problem_config.get("repeats", problem.default_repeats), seed)
-            initial = None
-            for method in args.methods:
-                path = f"front_quality/{name}_{method}_{seed}_r{args.rounds}.parquet"
-                if not os.path.exists(path):
-                    if args.summary_only:
-                        continue
-                    if initial is None:
-                        initial = oracle(sample(problem, K0, rng(seed, name, "front_quality", "initial")))
-                    start = time.perf_counter()
-                    evals = run_chain(method, problem, oracle, initial, settings, seed, args.rounds, context)
-                    evals.to_parquet(path + ".tmp")
-                    os.replace(path + ".tmp", path)
+            oracle, initial, budget = oracle_of(seed), None, None
+            for method in methods:
+                path = f"front_quality/{name}_{method}_{seed}_cost{args.rounds}.parquet"
+                if not os.path.exists(path) and args.summary_only:
+                    continue
+                if initial is None:
+                    initial = sample(problem, K0, rng(seed, name, "front_quality", "initial"))
+                if budget is None and method != DEFAULT:
+                    continue   # no default chain for this seed: no budget
+                start = time.perf_counter()
+                evals = cached(path, lambda: run_chain(method, problem, oracle, initial, settings, seed,
+                                                       budget if budget is not None else np.inf, context)
+                               if method != DEFAULT else
+                               run_default(problem, oracle, initial, settings, seed, args.rounds, context))
+                if method == DEFAULT:
+                    budget = budget_of(evals)
+                if time.perf_counter() - start > 1:
                     print(f"{name} seed {seed} {method}: {time.perf_counter() - start:.0f} s", flush=True)
-                evals = pd.read_parquet(path)
-                rows.append({"problem": name, "method": method, "seed": seed, "floor": floor,
-                             **summarise(evals, metric_settings, floor)})
+                files[(method, seed)] = (path, budget)
+        if not files:
+            continue
+        best_known = best_known_region(name, problem, oracle_of, [p for p, _ in files.values()], metric_settings, floor)
+        targets = {}
+        for (method, seed), (path, budget) in files.items():
+            evals = pd.read_parquet(path)
+            if method == DEFAULT:
+                region = next(m for m in metric_settings.metrics(floor) if m.name == "region")
+                targets[seed] = region.value(evals["epsilon"], evals["error"])
+        for (method, seed), (path, budget) in files.items():
+            evals = pd.read_parquet(path)
+            rows.append({"problem": name, "method": method, "seed": seed, "floor": floor, "budget": budget,
+                         "best_known": best_known,
+                         **summarise(evals, metric_settings, floor, budget, targets[seed], best_known)})
     table = pd.DataFrame(rows)
     table.to_csv("front_quality/per_seed.csv", index=False)
-    report(table, metric_settings, args.rounds)
+    report(table, metric_settings)
     compact_report(table)
     check_targets(table, metric_settings)
+    last_line(table)
+
+
+def run_default(problem, oracle, initial, settings, seed, rounds, context) -> pd.DataFrame:
+    """The default config's DPareto without traces: 16 + `rounds` evaluations (its cost is the budget)."""
+    evals, previous = oracle(initial).assign(proposal_seconds=np.nan), None
+    proposer = DPareto(settings)
+    for r in range(rounds):
+        points, previous = proposer.round(problem, evals, 1, seed, 0, r, K0, previous, context=context)
+        new = oracle(points[problem.names]).assign(proposal_seconds=float(points["proposal_seconds"].iloc[0]))
+        evals = pd.concat([evals, new], ignore_index=True)
+    return evals
 
 
 def check_targets(table: pd.DataFrame, metric_settings: MetricSettings) -> None:
-    """Issue ACQ's comparisons, per problem: a peer better than DPareto (p < 0.05) on `region` or at a
-    best-error level; DPareto better than the best peer on `region`; DPareto worse than the previous
-    default (`dpareto-previous`) on `raw` or `log-epsilon` (p < 0.05)."""
+    """Issue TRACE's targets, per problem, at equal training cost: DPareto with traces against the default
+    DPareto and against random sampling with traces (better, p < 0.05); any method better than it
+    (p < 0.05) on region or at a best-error level; its gap to the best-known front; the share of the
+    budget at which it reached the default's final region score (per seed)."""
     print("\n### Targets\n")
     levels = [m.name for m in metric_settings.metrics(0.5) if m.name.startswith("best-error")]
     for name, group in table.groupby("problem", sort=False):
         wide = {m: g.set_index("seed") for m, g in group.groupby("method", sort=False)}
-        if "dpareto" not in wide:
+        if REFERENCE not in wide:
             continue
-        default = wide["dpareto"]
+        ours = wide[REFERENCE]
 
         def diff(method, metric):
-            seeds = default.index.intersection(wide[method].index)
-            return paired(default.loc[seeds, metric].to_numpy(float), wide[method].loc[seeds, metric].to_numpy(float))
+            seeds = ours.index.intersection(wide[method].index)
+            return paired(ours.loc[seeds, metric].to_numpy(float), wide[method].loc[seeds, metric].to_numpy(float))
 
-        peers = [m for m in wide if m in PEERS or m == "random"]
         lines = []
-        for peer in peers:
-            mean, _, _, p = diff(peer, "region")
+        for other in ("dpareto", "random+traces"):
+            if other in wide:
+                mean, _, _, p = diff(other, "region")
+                lines.append(f"against {other}: {mean:+.4f} (p = {p:.2g}), "
+                             + ("better" if mean > 0 and p < 0.05 else "not shown better"))
+        better = []
+        for other in wide:
+            if other == REFERENCE:
+                continue
+            mean, _, _, p = diff(other, "region")
             if mean < 0 and p < 0.05:
-                lines.append(f"{peer} better on region by {-mean:.4f} (p = {p:.2g})")
+                better.append(f"{other} better on region by {-mean:.4f} (p = {p:.2g})")
             for level in levels:
-                mean, _, _, p = diff(peer, level)
+                mean, _, _, p = diff(other, level)
                 if mean > 0 and p < 0.05:   # a lower best error is better
-                    lines.append(f"{peer} reaches a lower {level} by {mean:.4f} (p = {p:.2g})")
-        if peers:
-            best = max(peers, key=lambda m: wide[m]["region"].mean())
-            mean, _, _, p = diff(best, "region")
-            lines.append(f"best peer on region: {best}; DPareto − it {mean:+.4f} (p = {p:.2g}): "
-                         + ("better" if mean > 0 and p < 0.05 else "not shown better"))
-        if "dpareto-previous" in wide:
-            for metric in ("raw", "log-epsilon"):
-                mean, _, _, p = diff("dpareto-previous", metric)
-                verdict = "worse" if mean < 0 and p < 0.05 else "not worse"
-                lines.append(f"{metric} against the previous default: {mean:+.4f} (p = {p:.2g}), {verdict}")
-        print(f"- **{name}**: " + "; ".join(lines))
+                    better.append(f"{other} reaches a lower {level} by {mean:.4f} (p = {p:.2g})")
+        lines.append("; ".join(better) if better else "no method better (p < 0.05)")
+        lines.append(f"gap to the best-known front {ours['gap_to_best_known'].mean():.1%} "
+                     f"(default {wide['dpareto']['gap_to_best_known'].mean():.1%})" if "dpareto" in wide else "")
+        shares = ours["cost_to_default"].to_numpy(float)
+        lines.append("budget share to reach the default's region score, per seed: "
+                     + ", ".join("not reached" if np.isinf(v) else f"{v:.2f}" for v in shares)
+                     + f" (median {np.median(shares):.2f})")
+        print(f"- **{name}**: " + "; ".join(line for line in lines if line))
 
 
 def compact_report(table: pd.DataFrame, metric: str = "region") -> None:
-    """Per problem, one row per method: its seeds, mean ± 95 % half-width on `metric`, the paired
-    difference DPareto − it over the seeds both have (95 % interval, p), the share of proposals at
-    the floor per block of rounds, and the median seconds per proposal."""
+    """Per problem, one row per method: its seeds, trainings and rows within the budget, mean ± 95 %
+    half-width on `metric`, the paired difference DPareto with traces − it (95 % interval, p), the
+    gap to the best-known front, the share of its first trainings at the floor, and the median
+    seconds per proposal."""
     for name, group in table.groupby("problem", sort=False):
-        default = group[group["method"] == "dpareto"].set_index("seed")[metric]
+        ours = group[group["method"] == REFERENCE].set_index("seed")[metric]
         blocks = [c for c in group.columns if c.startswith("at_floor")]
-        print(f"\n### {name}, {metric}\n")
-        print(f"| method | seeds | {metric} | DPareto − it (95 % CI), p | at the floor, rounds "
-              + " / ".join(c.removeprefix("at_floor_rounds_").replace("_", "–") for c in blocks) + " | s per proposal |")
-        print("|---|---|---|---|---|---|")
+        print(f"\n### {name}, {metric} at equal training cost "
+              f"({group['budget'].mean():.0f} epochs per seed on average)\n")
+        print(f"| method | seeds | trainings / rows | {metric} | DPareto+traces − it (95 % CI), p | gap to best known | "
+              "at the floor, trainings " + " / ".join(c.removeprefix("at_floor_rounds_").replace("_", "–") for c in blocks)
+              + " | s per proposal |")
+        print("|---|---|---|---|---|---|---|---|")
         for method, g in group.groupby("method", sort=False):
             v = g.set_index("seed")[metric]
             half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else np.nan
-            if method == "dpareto":
+            if method == REFERENCE or ours.empty:
                 diff = "—"
             else:
-                seeds = default.index.intersection(v.index)
-                mean, lo, hi, p = paired(default[seeds].to_numpy(), v[seeds].to_numpy())
+                seeds = ours.index.intersection(v.index)
+                mean, lo, hi, p = paired(ours[seeds].to_numpy(), v[seeds].to_numpy())
                 diff = f"{mean:+.4f} ({lo:+.4f}, {hi:+.4f}), p = {p:.2g}" + ("" if len(seeds) == len(v) else f" ({len(seeds)} seeds)")
             floors = " / ".join(f"{g[c].mean():.2f}" for c in blocks)
-            print(f"| {method} | {len(v)} | {v.mean():.4f} ± {half:.4f} | {diff} | {floors} | "
-                  f"{g['seconds_per_proposal'].median():.3g} |")
+            print(f"| {method} | {len(v)} | {g['trainings'].mean():.0f} / {g['rows'].mean():.0f} | {v.mean():.4f} ± {half:.4f} "
+                  f"| {diff} | {g['gap_to_best_known'].mean():.1%} | {floors} | {g['seconds_per_proposal'].median():.3g} |")
 
 
-def report(table: pd.DataFrame, metric_settings: MetricSettings, rounds: int) -> None:
+def report(table: pd.DataFrame, metric_settings: MetricSettings) -> None:
+    """Every metric of every method (paired against DPareto with traces), into front_quality/paired.csv too."""
     metric_names = [m.name for m in metric_settings.metrics(0.5)]
     lines = []
     for name, group in table.groupby("problem", sort=False):
         wide = {m: g.set_index("seed") for m, g in group.groupby("method", sort=False)}
         seeds = sorted(set.intersection(*(set(g.index) for g in wide.values())))
-        print(f"\n## {name}: {len(seeds)} seeds, {K0} + {rounds} evaluations")
+        print(f"\n## {name}: {len(seeds)} seeds, equal training cost")
         print("| metric | " + " | ".join(wide) + " |")
         print("|---|" + "---|" * len(wide))
-        for metric in metric_names:
+        for metric in metric_names + ["cost_to_default", "gap_to_best_known"]:
             cells = []
             for method, g in wide.items():
                 v = g.loc[seeds, metric].to_numpy(float)
-                if method == "dpareto" or "dpareto" not in wide:
+                if method == REFERENCE or REFERENCE not in wide:
                     half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else np.nan
                     cells.append(f"{v.mean():.4f} ± {half:.4f}")
                 else:
-                    mean, lo, hi, p = paired(wide["dpareto"].loc[seeds, metric].to_numpy(float), v)
-                    cells.append(f"{v.mean():.4f}; DPareto − it {mean:+.4f} ({lo:+.4f}, {hi:+.4f}) p={p:.2g}")
+                    mean, lo, hi, p = paired(wide[REFERENCE].loc[seeds, metric].to_numpy(float), v)
+                    cells.append(f"{v.mean():.4f}; ours − it {mean:+.4f} ({lo:+.4f}, {hi:+.4f}) p={p:.2g}")
                     lines.append({"problem": name, "metric": metric, "method": method, "difference": mean, "p": p})
             print(f"| {metric} | " + " | ".join(cells) + " |")
-        for column in [c for c in group.columns if c.startswith("at_floor")] + ["seconds_per_proposal"]:
-            print(f"| {column} | " + " | ".join(f"{g.loc[seeds, column].mean():.3g}" for g in wide.values()) + " |")
     pd.DataFrame(lines).to_csv("front_quality/paired.csv", index=False)
+
+
+def last_line(table: pd.DataFrame) -> None:
     adult = table[table["problem"] == "adult-logreg-sgd"]
-    peers = [m for m in adult["method"].unique() if m in PEERS]
-    if "dpareto" in set(adult["method"]) and peers:
-        best = max(peers, key=lambda m: adult.loc[adult["method"] == m, "region"].mean())
-        d = adult[adult["method"] == "dpareto"].set_index("seed")["region"]
-        b = adult[adult["method"] == best].set_index("seed")["region"]
-        seeds = d.index.intersection(b.index)
-        mean, lo, hi, p = paired(d[seeds].to_numpy(), b[seeds].to_numpy())
-        print(f"\nbest peer on adult-logreg-sgd (region): {best}; DPareto - it {mean:+.4f} ({lo:+.4f}, {hi:+.4f}), "
-              f"p = {p:.3g}, {len(seeds)} seeds")
-        print(f"region_hv_default_minus_best_peer={mean:.4f}")
+    if not {REFERENCE, DEFAULT} <= set(adult["method"]):
+        return
+    ours = adult[adult["method"] == REFERENCE].set_index("seed")["region"]
+    default = adult[adult["method"] == DEFAULT].set_index("seed")["region"]
+    seeds = ours.index.intersection(default.index)
+    mean, lo, hi, p = paired(ours[seeds].to_numpy(), default[seeds].to_numpy())
+    print(f"\nadult-logreg-sgd, region at equal training cost: DPareto with traces − default {mean:+.4f} "
+          f"({lo:+.4f}, {hi:+.4f}), p = {p:.3g}, {len(seeds)} seeds")
+    print(f"region_traced_over_default={ours[seeds].mean() / default[seeds].mean():.4f}")
 
 
 if __name__ == "__main__":

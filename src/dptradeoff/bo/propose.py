@@ -68,6 +68,7 @@ class Settings:
     utility_noise: str = "learned"  # learned: one noise variance; replications: each point's own (+ a learned floor)
     utility_cap: str = "none"       # floor: errors worse than the utility floor enter the utility GP as the floor
     floor_margin: float = 0.0       # region acquisitions: improvement counts only below (floor - margin) in error
+    gp_points: int = 256            # the most evaluation rows the GPs see: every training's own point, then trace points
 
     @classmethod
     def from_config(cls, dpareto: dict, statistics: dict | None = None) -> "Settings":
@@ -80,7 +81,8 @@ class Settings:
                    acquisition=dpareto.get("acquisition", cls.acquisition), region=region,
                    utility_noise=dpareto.get("utility_noise", cls.utility_noise),
                    utility_cap=dpareto.get("utility_cap", cls.utility_cap),
-                   floor_margin=float(dpareto.get("floor_margin", cls.floor_margin)))
+                   floor_margin=float(dpareto.get("floor_margin", cls.floor_margin)),
+                   gp_points=int(dpareto.get("gp_points", cls.gp_points)))
 
     @property
     def paper(self) -> bool:
@@ -146,16 +148,42 @@ class Surrogates:
                           self.scaler, self.fit_seconds)
 
 
+def gp_rows(evals: pd.DataFrame, limit: int, rng: np.random.Generator) -> pd.DataFrame:
+    """The rows the GPs learn from: all of them up to `limit`; beyond, every training's own point
+    (`trace_final`) and, in the places left, the trace points on the observed front (non-dominated
+    in epsilon and error), then trace points drawn at random. A trace has up to 64+ points per
+    training, and a GP's cost grows with the cube of its rows: the cap keeps a proposal cheap."""
+    if len(evals) <= limit or "trace_final" not in evals:
+        return evals
+    final = evals["trace_final"].to_numpy(bool)
+    others = np.flatnonzero(~final)
+    room = max(0, limit - int(final.sum()))
+    objectives = evals[["epsilon", "error"]].to_numpy(float)[others]
+    on_front = np.array([not np.any(np.all(objectives <= o, axis=1) & np.any(objectives < o, axis=1))
+                         for o in objectives], bool)
+    chosen = list(others[on_front][:room])
+    rest = others[~on_front]
+    if room > len(chosen) and len(rest):
+        chosen += list(rng.choice(rest, min(room - len(chosen), len(rest)), replace=False))
+    keep = np.zeros(len(evals), bool)
+    keep[np.flatnonzero(final)] = True
+    keep[np.asarray(chosen, int)] = True
+    return evals[keep]
+
+
 def fit_surrogates(problem: Problem, evals: pd.DataFrame, settings: Settings, rng: np.random.Generator,
                    previous: GPState | None = None, round_index: int = 0, initial: int | None = None,
                    fit_privacy: bool = True, error_cap: float | None = None) -> Surrogates:
-    """Both GPs (only the utility GP when not `fit_privacy`) fitted to `evals`: full restarts, or
-    (between full refits) one run from `previous`. The first `initial` rows of `evals` (all when
-    None) are the initial points. `error_cap`: errors above it enter the utility GP as the cap."""
+    """Both GPs (only the utility GP when not `fit_privacy`) fitted to `evals` (at most
+    `settings.gp_points` of its rows: `gp_rows`): full restarts, or (between full refits) one run
+    from `previous`. The first `initial` rows of `evals` (all when None) are the initial points.
+    `error_cap`: errors above it enter the utility GP as the cap."""
     fitter = gp.fitter(len(problem.domain))  # TensorFlow's import and tracing (seconds, once) are not fitting
     start = time.perf_counter()
+    initial_raw = evals[problem.names].to_numpy(dtype=float)[:initial]
+    evals = gp_rows(evals, settings.gp_points, rng)
     raw = evals[problem.names].to_numpy(dtype=float)
-    scaler = input_scaler(problem, settings.inputs, raw[:initial])
+    scaler = input_scaler(problem, settings.inputs, initial_raw)
     x = scaler.to_unit(raw)
     error = evals["error"].to_numpy(dtype=float)
     y = objectives_to_gp(evals["epsilon"].to_numpy(), error if error_cap is None else np.minimum(error, error_cap))
