@@ -51,6 +51,9 @@ def poisson_schedule(n: int, lot_size: int, epochs: int) -> tuple[float, int]:
 
 class OpacusCNN:
     neighbouring = "add/remove-one (Opacus's relation)"   # recorded in every evaluation row
+    # A training of E epochs passes through every shorter one (Opacus's Poisson sampler and noise draw in
+    # step order, the learning rate is constant): with dpareto.traces, `utility_trace` records each epoch.
+    trace_axis = "epochs"
 
     def __init__(self, train_rows: int | None = None, test_rows: int | None = None):
         self.train_rows, self.test_rows = train_rows, test_rows
@@ -96,8 +99,9 @@ class OpacusCNN:
         """The network's parameters by name, without Opacus's GradSampleModule wrapper."""
         return getattr(model, "_module", model).state_dict()
 
-    def train_with_engine(self, point, data, rng):
-        """The model and Opacus's PrivacyEngine after training at `point` (all randomness from rng)."""
+    def train_with_engine(self, point, data, rng, after_epoch=None):
+        """The model and Opacus's PrivacyEngine after training at `point` (all randomness from rng);
+        `after_epoch(epoch, model)`, where given, is called after every epoch."""
         import torch
         from opacus import PrivacyEngine
 
@@ -114,12 +118,22 @@ class OpacusCNN:
                 max_grad_norm=point["clip"], poisson_sampling=True,
                 noise_generator=torch.Generator().manual_seed(int(rng.integers(2**62))))
         model.train()
-        for _ in range(int(point["epochs"])):
+        for epoch in range(1, int(point["epochs"]) + 1):
             for x, y in loader:
                 optimizer.zero_grad()
                 torch.nn.functional.nll_loss(model(x), y).backward()
                 optimizer.step()
+            if after_epoch is not None:
+                after_epoch(epoch, model)
+                model.train()
         return model, engine
 
     def utility(self, point, data, rng):
         return self.score(self.train(point, data, rng), data)
+
+    def utility_trace(self, point, data, rng):
+        """The test accuracy after every epoch of one training: {epochs: accuracy}. Scoring in eval mode
+        draws nothing from the training's streams, so epoch e's accuracy is a training of e epochs'."""
+        trace = {}
+        self.train_with_engine(point, data, rng, lambda epoch, model: trace.update({epoch: self.score(model, data)}))
+        return trace

@@ -147,3 +147,51 @@ def test_checkpoints_every_epoch_then_log_spaced():
 def test_oracles_with_a_trace_axis():
     assert LinearDPSGD("sgd").trace_axis == "epochs" and MLPDPSGD("sgd").trace_axis == "epochs"
     assert get_problem("svt").oracle.trace_axis is None
+
+
+def _user_problem(oracle="NoisyMeanSteps"):
+    from dptradeoff.problems.user import user_problem
+
+    return user_problem("noisy-steps", {
+        "oracle": f"tests/user_problems/noisy_mean_steps.py:{oracle}",
+        "domain": {"steps": {"low": 1, "high": 12, "integer": True}, "rate": {"low": 0.1, "high": 1.0},
+                   "sigma": {"low": 0.001, "high": 0.1, "log": True}}})
+
+
+def test_a_user_oracle_opts_in_with_utility_trace():
+    problem = _user_problem()
+    assert problem.oracle.trace_axis == "steps"
+    point = {"steps": 5, "rate": 0.5, "sigma": 0.01}
+    rows = evaluate(problem, pd.DataFrame([point]), None, 2, 3, "random", 0, 0, TraceSettings())
+    assert rows["steps"].tolist() == [1, 2, 3, 4, 5] and rows["trace_final"].tolist()[-1]
+    assert rows["cost_epochs"].tolist() == [1.0] * 5
+    for _, row in rows.iterrows():
+        assert row["epsilon"] == problem.oracle.epsilon({**point, "steps": int(row["steps"])}, n=None, delta=1e-5)
+    # without traces: one row, the point's own
+    assert len(evaluate(problem, pd.DataFrame([point]), None, 2, 3, "random", 0, 0)) == 1
+
+
+def test_a_trace_axis_that_is_not_an_integer_parameter_is_refused_at_config_time():
+    from dptradeoff import UserError
+
+    with pytest.raises(UserError, match="trace_axis = 'rate', which is not an integer parameter"):
+        _user_problem("WrongAxis")
+
+
+def test_the_opacus_example_traces_every_epoch_as_its_shorter_training():
+    """The Opacus CNN example's `utility_trace`: epoch e's accuracy is that of a training of e epochs."""
+    import sys
+
+    sys.path.insert(0, "examples")
+    from opacus_cnn import OpacusCNN
+
+    rng = np.random.default_rng(0)
+    raw = Data(rng.random((60, 784)).astype(np.float32), rng.integers(0, 10, 60),
+               rng.random((40, 784)).astype(np.float32), rng.integers(0, 10, 40), "t", "t")
+    oracle = OpacusCNN()
+    data = oracle.prepare(raw)
+    point = {"epochs": 3, "lot_size": 20, "learning_rate": 0.5, "noise": 0.5, "clip": 1.0}
+    trace = oracle.utility_trace(point, data, np.random.default_rng(4))
+    assert sorted(trace) == [1, 2, 3] and len(set(trace.values())) > 1
+    for e in (1, 2, 3):
+        assert oracle.utility({**point, "epochs": e}, data, np.random.default_rng(4)) == trace[e], e

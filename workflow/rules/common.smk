@@ -5,6 +5,7 @@ from dptradeoff.bo.propose import DPareto, Settings
 from dptradeoff.data.build import SPLIT_OUTPUTS, raw_inputs
 from dptradeoff.data.sources import file_specs
 from dptradeoff.problems.batches import Batches
+from dptradeoff.problems.traces import TraceSettings
 from dptradeoff.stats.ttest import PAPER_TABLE2
 
 
@@ -70,7 +71,8 @@ def method_points(problem, method):
     if method in ("random", "uniform"):
         return config["random_sampling"]["points"]
     if method == "comparison":
-        return config["statistics"]["comparison_parts"] * comparison_part_size()
+        # traced, its parts are cut at the chain's training cost: twice the points leave room for that
+        return config["statistics"]["comparison_parts"] * comparison_part_size() * (2 if trace_settings() else 1)
     k = int(method[len("grid"):])
     return len(grid(resolve(problem, problem_definition(problem)), k, GRID_SPACING))
 
@@ -109,9 +111,21 @@ def chain_methods():
     return [chain_of(m) for m in config["dpareto"]["methods"]]
 
 
+def method_evaluations():
+    """Every chain's and sampling baseline's gathered evaluations, per problem, as named inputs (a
+    method's name with - as _)."""
+    return {method.replace("-", "_"): [paths.RunFiles(p, chain_of(method)).evaluations for p in config["dpareto"]["problems"]]
+            for method in config["dpareto"]["methods"] + sampling_methods()}
+
+
 def chain_method(chain):
     """The object that proposes a chain's rounds: DPareto (`bo`, `bo-q<q>`) or a peer optimiser."""
     return PEERS[chain] if chain in PEERS else DPareto(bo_settings())
+
+
+def trace_settings():
+    """The config's epoch-trace settings (`dpareto.traces`), None when traces are off."""
+    return TraceSettings.from_config(config["dpareto"])
 
 
 def bo_settings():

@@ -71,8 +71,10 @@ rule bo_evaluate:
         batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
         initial_points=config["dpareto"]["initial_points"],
         seed=config["seed"],
+        traces=trace_settings(),
     threads: 1
     priority: CHAIN_PRIORITY
+    # a traced evaluation is one training, as long as the proposed point's (its resources)
     resources:
         runtime=evaluation_runtime(chain_point),
         mem_mb=evaluation_mem_mb,

@@ -43,8 +43,7 @@ rule fig_surfaces:
 
 rule fig5:
     input:
-        **{method.replace("-", "_"): [paths.RunFiles(p, chain_of(method)).evaluations for p in config["dpareto"]["problems"]]
-           for method in config["dpareto"]["methods"] + sampling_methods()},
+        **method_evaluations(),
         comparison=[paths.RunFiles(p, "comparison").evaluations for p in table2_problems() if p == "adult-logreg-sgd"],
         data=sorted({f for p in config["dpareto"]["problems"] for f in problem_data(p)}),
     output:
@@ -64,6 +63,29 @@ rule fig5:
         CONDA_ENV
     script:
         "../scripts/fig5.py"
+
+
+# Fig. 5's companion: the region metric against training cost, every method (traced or not).
+rule front_cost:
+    input:
+        **method_evaluations(),
+        data=sorted({f for p in config["dpareto"]["problems"] for f in problem_data(p)}),
+    output:
+        report(paths.figure("front_cost"), caption="../report/front_cost.rst", category="Figures"),
+    params:
+        problems=config["dpareto"]["problems"],
+        methods=config["dpareto"]["methods"] + sampling_methods(),
+        definitions={p: problem_definition(p) for p in config["dpareto"]["problems"]},
+        utility_floors={p: problem_settings(p).get("utility_floor") for p in config["dpareto"]["problems"]},
+        metrics=METRIC_SETTINGS,
+        config_label=config_label(),
+    localrule: True
+    log:
+        "logs/figures/front_cost.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/front_cost.py"
 
 
 rule fig6:

@@ -61,13 +61,14 @@ rule evaluate_batch:
     output:
         paths.METHOD_RUN.evals("{batch}"),
     wildcard_constraints:
-        method=r"uniform|comparison|grid\d+",
+        method=r"uniform|grid\d+",
     params:
         conversion=RDP_CONVERSION,
         problem=lambda wildcards: problem_definition(wildcards.problem),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         points_per_job=config["random_sampling"]["points_per_job"],
         seed=config["seed"],
+        traces=None,
     threads: 1
     resources:
         runtime=evaluation_runtime(batch_points),
@@ -82,9 +83,18 @@ rule evaluate_batch:
 
 
 # The random run's first points are DPareto's initial points: its batches go first (see CHAIN_PRIORITY).
+# With dpareto.traces the random run and Table 2's sample are traced (each point at its own epochs):
+# random sampling with traces.
 use rule evaluate_batch as evaluate_random_batch with:
     wildcard_constraints:
-        method="random",
+        method="random|comparison",
+    params:
+        conversion=RDP_CONVERSION,
+        problem=lambda wildcards: problem_definition(wildcards.problem),
+        repeats=lambda wildcards: problem_repeats(wildcards.problem),
+        points_per_job=config["random_sampling"]["points_per_job"],
+        seed=config["seed"],
+        traces=trace_settings(),
     priority: CHAIN_PRIORITY
 
 

@@ -6,7 +6,7 @@ def dpareto_targets():
     problems = config["dpareto"]["problems"]
     study = [f for problem in problems for f in problem_study_files(problem)]
     present = {6: grid_problems(), 7: table2_problems(), 8: figure_problems("8")}
-    figures = [paths.figure(f"fig{i}") for i in (5, 6, 7, 8) if present.get(i, True)]
+    figures = [paths.figure(f"fig{i}") for i in (5, 6, 7, 8) if present.get(i, True)] + [paths.figure("front_cost")]
     tables = [path for name in ["overhead", "front_quality"] + (["table2"] if table2_problems() else [])
               for path in paths.tables(name)]
     fronts = [path for problem in problems for path in front_targets(problem)]

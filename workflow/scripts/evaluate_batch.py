@@ -13,7 +13,7 @@ with rule_context(snakemake):
     batches, batch = Batches(p.points_per_job), int(w.batch)
     points = batches.take(read_frame(snakemake.input.points), batch)
     data = load_data(problem)
-    rows = evaluate(problem, points, data, p.repeats, p.seed, w.method, int(w.run), batches.first(batch))
+    rows = evaluate(problem, points, data, p.repeats, p.seed, w.method, int(w.run), batches.first(batch), p.traces)
     write_frame(rows, snakemake.output[0], {"problem": w.problem, "method": w.method, "run": int(w.run),
                                             "definition": p.problem, "repeats": p.repeats, "seed": p.seed,
                                             "source_label": source_label(problem, data)})

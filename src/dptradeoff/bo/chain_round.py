@@ -136,9 +136,10 @@ def prepared_data(problem, data_dir: str = paths.DATA_DIR):
 
 def evaluate_point(*, method: str, problem: str, definition: dict | None, conversion: str, proposal: str, output: str,
                    log: str, chain: str, index: int, batch_size: int, repeats: int, seed: int, run: int,
-                   initial_points: int) -> None:
+                   initial_points: int, traces=None) -> None:
     """Evaluate point `index` of chain `chain` (the `index % batch_size`-th of its round's proposal
-    file `proposal`) with the problem's oracles and write its row to `output`."""
+    file `proposal`) with the problem's oracles and write its row (with `traces`, its trace's rows:
+    `problems.traces`) to `output`. A killed traced evaluation writes nothing and reruns whole."""
     start = time.perf_counter()
     limit_blas_threads()
     limit_torch_threads()
@@ -151,7 +152,7 @@ def evaluate_point(*, method: str, problem: str, definition: dict | None, conver
             data = prepared_data(chosen)
             lock = _oracle_locks[chosen.name] if not chosen.oracle.thread_safe else None
             with lock or contextlib.nullcontext():
-                rows = evaluate(chosen, point, data, repeats, seed, method, run, initial_points + index)
+                rows = evaluate(chosen, point, data, repeats, seed, method, run, initial_points + index, traces)
             rows["round"] = int(round_points["round"].iloc[0])
             rows["job_seconds"] = time.perf_counter() - start   # the whole evaluation as Snakemake runs it
             write_frame(rows, output, {"problem": problem, "method": method, "run": run, "chain": chain,
@@ -188,4 +189,4 @@ def evaluate_in_rule(wildcards, input, output, params, log) -> None:
                        conversion=params.conversion, proposal=input.proposal, output=output[0], log=log[0],
                        chain=wildcards.chain, index=int(wildcards.i), batch_size=params.batch_size,
                        repeats=params.repeats, seed=params.seed, run=int(wildcards.run),
-                       initial_points=params.initial_points)
+                       initial_points=params.initial_points, traces=params.traces)

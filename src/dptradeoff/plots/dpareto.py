@@ -5,6 +5,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..stats.cost import cumulative_cost, in_training_order, is_traced, spent
 from ..stats.hypervolume import objectives
 from .common import front_line, save
 
@@ -46,11 +47,10 @@ def fig5(methods: dict[str, dict[str, pd.DataFrame]], comparison: pd.DataFrame |
             ax = axes[row, column]
             for method, frames in methods.items():
                 color, style, label = METHOD_STYLES.get(method, ("C9", "-", method))
-                frame = frames[problem].sort_values("index")
-                ax.plot(np.arange(1, len(frame) + 1), metric.curve(frame["epsilon"], frame["error"]), color=color,
-                        ls=style, label=label)
+                curve = per_training(frames[problem], metric)
+                ax.plot(np.arange(1, len(curve) + 1), curve, color=color, ls=style, label=label)
             ax.axvline(k0, color="0.5", lw=0.8, ls=":")
-            ax.set_xlabel("evaluations")
+            ax.set_xlabel("trainings (evaluations)")
             ax.set_ylabel(metric.name)
             ax.set_title(f"{NAMES.get(problem, problem)}: {metric.name}", fontsize=8)
             if row == 0 and column == 0:
@@ -61,12 +61,13 @@ def fig5(methods: dict[str, dict[str, pd.DataFrame]], comparison: pd.DataFrame |
     ax = bottom[0]
     mlp2 = "mnist-mlp2-sgd"
     if mlp2 in problems:
-        shared = methods["dpareto"][mlp2].iloc[:k0]
+        first = methods["dpareto"][mlp2]
+        shared = first[first["index"] < k0]
         for method, frames in methods.items():
             if method == "uniform":
                 continue
             color, _, label = METHOD_STYLES.get(method, ("C9", "-", method))
-            frame = frames[mlp2].iloc[k0:]
+            frame = frames[mlp2][frames[mlp2]["index"] >= k0]
             pts = objectives(frame)
             ax.scatter(pts[:, 0], pts[:, 1], s=8, color=color, alpha=0.5)
             front_line(ax, objectives(pd.concat([shared, frame])), color=color, lw=1.5, label=f"{label} front")
@@ -78,11 +79,11 @@ def fig5(methods: dict[str, dict[str, pd.DataFrame]], comparison: pd.DataFrame |
     ax = bottom[1]
     adult = "adult-logreg-sgd"
     if comparison is not None and adult in problems:
-        larger = comparison.iloc[:FIG5_RANDOM_POINTS]
+        larger = comparison[comparison["index"] < FIG5_RANDOM_POINTS]
         pts = objectives(larger)
         ax.scatter(pts[:, 0], pts[:, 1], s=5, color="C1", alpha=0.35, label=f"random ({len(larger)} points)")
         front_line(ax, pts, color="C1", lw=2, label="random front")
-        chosen = methods["dpareto"][adult].iloc[k0:]
+        chosen = methods["dpareto"][adult][methods["dpareto"][adult]["index"] >= k0]
         pts = objectives(chosen)
         ax.scatter(pts[:, 0], pts[:, 1], s=10, color="C0", label=f"DPareto ({len(chosen)} points)")
         front_line(ax, pts, color="C0", lw=2, label="DPareto front")
@@ -95,6 +96,43 @@ def fig5(methods: dict[str, dict[str, pd.DataFrame]], comparison: pd.DataFrame |
     caption = (f"Fig. 5: front quality vs evaluations ({names}), one row per metric "
                f"({', '.join(m.name for m in drawn[problems[0]])}); MLP2 fronts; adult LogReg+SGD: DPareto's points "
                f"after the {k0} initial ones vs the first {FIG5_RANDOM_POINTS} points of the large random sample.")
+    save(fig, out, caption, _sources(*(f for frames in methods.values() for f in frames.values())), config)
+
+
+def per_training(evals: pd.DataFrame, metric) -> np.ndarray:
+    """The metric after each training, in training order (a traced training's rows all count at its end)."""
+    ordered = in_training_order(evals)
+    curve = metric.curve(ordered["epsilon"], ordered["error"])
+    return curve[ordered["trace_final"].to_numpy(bool)] if "trace_final" in ordered else curve
+
+
+def fig_cost(methods: dict[str, dict[str, pd.DataFrame]], metrics: dict[str, list], out: str, config: str) -> None:
+    """The region metric against cumulative training cost (epochs of one replication; evaluations for a
+    problem without epochs), one panel per problem, every method (`methods`: method -> problem ->
+    evaluations; a traced run draws a point at every trace row); the dotted line is the DPareto chain's
+    total cost, where the methods are compared."""
+    problems = list(next(iter(methods.values())))
+    fig, axes = plt.subplots(1, len(problems), figsize=(4.2 * len(problems), 3.6), squeeze=False)
+    traced = set()
+    for ax, problem in zip(axes[0], problems):
+        region = next(m for m in metrics[problem] if m.name == "region")
+        for method, frames in methods.items():
+            color, style, label = METHOD_STYLES.get(method, ("C9", "-", method))
+            ordered = in_training_order(frames[problem])
+            if is_traced(ordered):
+                traced.add(label)
+            ax.step(cumulative_cost(ordered), region.curve(ordered["epsilon"], ordered["error"]), where="post",
+                    color=color, ls=style, label=label + (" (traces)" if is_traced(ordered) else ""))
+        if "dpareto" in methods:
+            ax.axvline(spent(methods["dpareto"][problem]), color="0.5", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set_xlabel("training cost (epochs of one replication)")
+        ax.set_ylabel("region")
+        ax.set_title(NAMES.get(problem, problem), fontsize=8)
+        ax.legend(fontsize=6)
+    caption = ("Front quality (region metric) against training cost: every method, each training's trace rows counted "
+               "as the epochs they took" + (f"; with epoch traces: {', '.join(sorted(traced))}" if traced else
+                                            "; no method recorded epoch traces (dpareto.traces: false)") + ".")
     save(fig, out, caption, _sources(*(f for frames in methods.values() for f in frames.values())), config)
 
 

@@ -88,6 +88,15 @@ class UserOracle(Oracle):
         """Only when the user's oracle says so: otherwise its calls are made one at a time."""
         return bool(getattr(self.target, "thread_safe", False))
 
+    @property
+    def trace_axis(self) -> str | None:
+        """The integer parameter the user's `utility_trace` records along (None: no traces)."""
+        axis = getattr(self.target, "trace_axis", None)
+        return str(axis) if axis is not None else None
+
+    def utility_trace(self, point, data, rng):
+        return self.target.utility_trace(point, data, rng)
+
     def cost_seconds(self, point, n):
         cost = getattr(self.target, "cost_seconds", None)
         return cost(point, n) if cost else None
@@ -156,6 +165,20 @@ def _param(name: str, pname: str, entry) -> Param:
     return Param(pname, low, high, integer=integer, log=log)
 
 
+def _check_trace_axis(name: str, spec: str, oracle: UserOracle, domain: tuple[Param, ...]) -> None:
+    """A declared trace axis must be an integer parameter of the domain, with `utility_trace` beside it."""
+    axis = oracle.trace_axis
+    if axis is None:
+        return
+    integers = [p.name for p in domain if p.integer]
+    if axis not in integers:
+        raise UserError(f"problems.{name}: {spec} declares trace_axis = {axis!r}, which is not an integer parameter of "
+                        f"problems.{name}.domain ({', '.join(integers) or 'it has none'}); name one, or remove trace_axis.")
+    if not callable(getattr(oracle.target, "utility_trace", None)):
+        raise UserError(f"problems.{name}: {spec} declares trace_axis = {axis!r} but defines no utility_trace(point, data, "
+                        f"rng) -> {{{axis}: utility}}; define it (docs/your-algorithm.md, 'Epoch traces').")
+
+
 def user_problem(name: str, entry: dict) -> Problem:
     """The problem a config entry defines (every check raises a UserError naming the key)."""
     unknown = sorted(set(entry) - ENTRY_KEYS)
@@ -182,6 +205,8 @@ def user_problem(name: str, entry: dict) -> Problem:
     delta = _number(f"problems.{name}.delta", entry.get("delta", 1e-5))
     if not 0 <= delta < 1:
         raise UserError(f"problems.{name}.delta is {delta}; give a delta in [0, 1).")
-    return Problem(name=name, dataset=dataset, oracle=_oracle(name, entry), domain=domain, samplers=samplers,
+    oracle = _oracle(name, entry)
+    _check_trace_axis(name, entry["oracle"], oracle, domain)
+    return Problem(name=name, dataset=dataset, oracle=oracle, domain=domain, samplers=samplers,
                    delta=delta, utility=str(entry.get("utility", "accuracy")), default_repeats=1,
                    description=str(entry.get("description", entry["oracle"])))

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..problems.problem import Problem
 from ..problems.tables import succeeded
+from .cost import in_training_order, is_traced, spent, trainings, within
 from .front_metrics import FrontMetric, Region, gap_to_reference
 
 # A proposal "at the corner" has epsilon within this factor of the domain's smallest; "at the floor" has
@@ -38,12 +39,14 @@ def method_row(problem: str, method: str, evals: pd.DataFrame, k0: int, metrics:
                reference: pd.DataFrame, corner_epsilon: float, proposals: pd.DataFrame | None) -> dict:
     """One method's row: `evals` in evaluation order (its first k0 are the shared initial points)."""
     ok = succeeded(evals)
-    row = {"problem": problem, "method": method, "evaluations": len(evals), "failed": len(evals) - len(ok)}
+    row = {"problem": problem, "method": method, "evaluations": len(evals), "trainings": trainings(evals),
+           "training_cost": spent(evals), "failed": len(evals) - len(ok)}
     for metric in metrics:
         row[metric.name] = metric.value(ok["epsilon"], ok["error"])
     row["region_gap_to_reference"] = gap_to_reference(ok["epsilon"], ok["error"], reference["epsilon"],
                                                       reference["error"], region)
-    row.update(where_proposals_go(ok.iloc[k0:] if len(ok) > k0 else ok.iloc[:0], corner_epsilon, region.error_floor))
+    after = ok[ok["index"] >= k0] if "index" in ok else ok.iloc[k0:]   # a trace's rows share their training's index
+    row.update(where_proposals_go(after, corner_epsilon, region.error_floor))
     row["error_floor"] = region.error_floor
     row["seconds_per_proposal"] = (float(proposals.groupby("round")["proposal_seconds"].first().median())
                                    if proposals is not None and "proposal_seconds" in proposals else np.nan)
@@ -54,12 +57,14 @@ def front_quality_table(problem: str, chains: dict[str, pd.DataFrame], proposals
                         sampling: dict[str, pd.DataFrame], others: list[pd.DataFrame], k0: int,
                         metrics: list[FrontMetric], region: Region, corner_epsilon: float) -> pd.DataFrame:
     """Rows for every chain (`chains`: method -> its evaluations, `proposals`: method -> its proposal rows)
-    and every sampling baseline cut to the chains' budget; the reference front is that of everything
-    evaluated for the problem (`others`: grids, Table 2's sample)."""
-    budget = max(len(f) for f in chains.values())
+    and every sampling baseline cut to the chains' budget: as many evaluations, or, where a chain
+    recorded epoch traces, the same training cost (`stats.cost`); the reference front is that of
+    everything evaluated for the problem (`others`: grids, Table 2's sample)."""
+    by_cost = any(is_traced(f) for f in chains.values())
+    budget = max((spent(f) if by_cost else len(f)) for f in chains.values())
     reference = succeeded(pd.concat([*chains.values(), *sampling.values(), *others], ignore_index=True))
     rows = [method_row(problem, m, f, k0, metrics, region, reference, corner_epsilon, proposals.get(m))
             for m, f in chains.items()]
-    rows += [method_row(problem, m, f.sort_values("index").iloc[:budget], k0, metrics, region, reference,
-                        corner_epsilon, None) for m, f in sampling.items()]
+    rows += [method_row(problem, m, within(f, budget) if by_cost else in_training_order(f).iloc[:budget], k0, metrics,
+                        region, reference, corner_epsilon, None) for m, f in sampling.items()]
     return pd.DataFrame(rows)

@@ -20,5 +20,5 @@ def hypervolume(evals: pd.DataFrame, reference=ANTI_IDEAL) -> float:
 
 def curve(evals: pd.DataFrame, reference=ANTI_IDEAL) -> np.ndarray:
     """Hypervolume of the first n evaluations, n = 1 .. len(evals) (rows in evaluation order)."""
-    pts = objectives(evals.sort_values("index"))
+    pts = objectives(evals.sort_values("index", kind="stable"))
     return np.array([hypervolume_2d(pts[: n + 1], reference) for n in range(len(pts))])

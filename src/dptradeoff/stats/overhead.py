@@ -46,7 +46,7 @@ def batch_rows(batch_size: int, initial: pd.DataFrame, proposals: pd.DataFrame, 
     takes: per round, the proposal job plus the slowest of its evaluation jobs (measured)."""
     rows, wall = [], 0.0
     seen = initial
-    for r, round_evals in evals.sort_values("index").groupby("round", sort=True):
+    for r, round_evals in evals.sort_values("index", kind="stable").groupby("round", sort=True):
         wall += float(proposals.loc[proposals["round"] == r, "job_seconds"].iloc[0]) + float(round_evals["job_seconds"].max())
         seen = pd.concat([seen, round_evals])
         rows.append({"batch_size": batch_size, "round": int(r), "evaluations": len(seen),

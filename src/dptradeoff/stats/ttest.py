@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .cost import in_training_order, is_traced, parts_of_equal_cost, spent, trainings
 from .front_metrics import FrontMetric
 
 
@@ -26,7 +27,7 @@ def compare(dpareto_hv: float, random_hvs) -> dict:
 
 
 def split_parts(random_evals: pd.DataFrame, part_size: int, parts: int) -> list[pd.DataFrame]:
-    rows = random_evals.sort_values("index")
+    rows = in_training_order(random_evals)
     if len(rows) < part_size * parts:
         raise ValueError(f"{len(rows)} random evaluations cannot make {parts} parts of {part_size}")
     return [rows.iloc[i * part_size:(i + 1) * part_size] for i in range(parts)]
@@ -44,10 +45,16 @@ def table2(runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], part_size: int, p
     its whole chain (the k0 initial points and its k BO points); each random part has `part_size` points.
     Each mean difference is split into what the points better than the floor earn and what the points no
     better than it add (FrontMetric.split). The paper's values (and the spread across parts its CI implies)
-    are printed beside every metric's: which metric reproduces them is the question (docs/front-quality.md)."""
+    are printed beside every metric's: which metric reproduces them is the question (docs/front-quality.md).
+    Where the chain recorded epoch traces, each random part is instead consecutive whole trainings of the
+    (traced) random sample spending at most the chain's training cost: equal cost, never traced against
+    untraced by evaluation count."""
     rows = []
     for problem, (bo_points, random_evals) in runs.items():
-        random_parts = split_parts(random_evals, part_size, parts)
+        if is_traced(bo_points):
+            random_parts = parts_of_equal_cost(random_evals, spent(bo_points), parts)
+        else:
+            random_parts = split_parts(random_evals, part_size, parts)
         paper_mean, paper_low, paper_high = PAPER_TABLE2.get(problem, (np.nan,) * 3)
         for metric in metrics[problem]:
             def split(frame):
@@ -57,8 +64,11 @@ def table2(runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], part_size: int, p
             values = part_values.sum(axis=1)
             stats_ = compare(dp_better + dp_floor, values)
             rows.append({"problem": problem, "metric": metric.name, "higher_is_better": metric.higher_is_better,
-                         "dpareto_points": len(bo_points), "dpareto_value": dp_better + dp_floor,
-                         "random_mean_value": float(values.mean()), "part_size": part_size, **stats_,
+                         "dpareto_points": len(bo_points), "dpareto_trainings": trainings(bo_points),
+                         "dpareto_cost": spent(bo_points), "dpareto_value": dp_better + dp_floor,
+                         "random_mean_value": float(values.mean()),
+                         "part_size": float(np.mean([trainings(part) for part in random_parts])),
+                         "part_cost": float(np.mean([spent(part) for part in random_parts])), **stats_,
                          "parts_sd": float(values.std(ddof=1)),
                          "difference_from_points_better_than_floor": dp_better - float(part_values[:, 0].mean()),
                          "difference_from_points_at_or_above_floor": dp_floor - float(part_values[:, 1].mean()),
