@@ -195,3 +195,28 @@ def test_the_opacus_example_traces_every_epoch_as_its_shorter_training():
     assert sorted(trace) == [1, 2, 3] and len(set(trace.values())) > 1
     for e in (1, 2, 3):
         assert oracle.utility({**point, "epochs": e}, data, np.random.default_rng(4)) == trace[e], e
+
+
+def test_the_gps_see_every_training_then_front_trace_rows_in_a_fixed_order():
+    from dptradeoff.bo.propose import gp_rows, nondominated
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for index in range(40):
+        end = int(rng.integers(1, 12))
+        for e in range(1, end + 1):
+            rows.append({"index": index, "epochs": e, "epsilon": rng.random() * e, "error": rng.random(),
+                         "trace_final": e == end})
+    evals = pd.DataFrame(rows)
+    kept = gp_rows(evals, 100)
+    assert len(kept) == 100 and kept["trace_final"].sum() == evals["trace_final"].sum()
+    front = nondominated(evals["epsilon"].to_numpy(), evals["error"].to_numpy())
+    assert set(evals.index[front & ~evals["trace_final"]]) <= set(kept.index)   # the front's trace rows first
+    brute = [not ((evals["epsilon"] <= r.epsilon) & (evals["error"] <= r.error)
+                  & ((evals["epsilon"] < r.epsilon) | (evals["error"] < r.error))).any() for r in evals.itertuples()]
+    assert front.tolist() == brute
+    # one more training changes the selection little: the next round's ML-II starts from nearly the same rows
+    more = pd.concat([evals, pd.DataFrame([{"index": 40, "epochs": 1, "epsilon": 5.0, "error": 0.9,
+                                            "trace_final": True}])], ignore_index=True)
+    assert len(set(gp_rows(more, 100).index) & set(kept.index)) >= 98
+    assert gp_rows(evals, 1000) is evals

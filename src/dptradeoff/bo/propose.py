@@ -148,27 +148,42 @@ class Surrogates:
                           self.scaler, self.fit_seconds)
 
 
-def gp_rows(evals: pd.DataFrame, limit: int, rng: np.random.Generator) -> pd.DataFrame:
+def gp_rows(evals: pd.DataFrame, limit: int) -> pd.DataFrame:
     """The rows the GPs learn from: all of them up to `limit`; beyond, every training's own point
     (`trace_final`) and, in the places left, the trace points on the observed front (non-dominated
-    in epsilon and error), then trace points drawn at random. A trace has up to 64+ points per
-    training, and a GP's cost grows with the cube of its rows: the cap keeps a proposal cheap."""
+    in epsilon and error), then other trace points in a fixed pseudo-random order of (training,
+    position in its trace). A trace has up to 64+ points per training, and a GP's cost grows with
+    the cube of its rows: the cap keeps a proposal cheap. The order is fixed, so one round's rows are
+    mostly the round before's, and its ML-II refinement starts close to the optimum."""
     if len(evals) <= limit or "trace_final" not in evals:
         return evals
     final = evals["trace_final"].to_numpy(bool)
-    others = np.flatnonzero(~final)
     room = max(0, limit - int(final.sum()))
-    objectives = evals[["epsilon", "error"]].to_numpy(float)[others]
-    on_front = np.array([not np.any(np.all(objectives <= o, axis=1) & np.any(objectives < o, axis=1))
-                         for o in objectives], bool)
-    chosen = list(others[on_front][:room])
-    rest = others[~on_front]
-    if room > len(chosen) and len(rest):
-        chosen += list(rng.choice(rest, min(room - len(chosen), len(rest)), replace=False))
-    keep = np.zeros(len(evals), bool)
-    keep[np.flatnonzero(final)] = True
-    keep[np.asarray(chosen, int)] = True
+    front = nondominated(evals["epsilon"].to_numpy(float), evals["error"].to_numpy(float)) & ~final
+    position = evals.groupby("index", sort=False).cumcount().to_numpy(np.uint64) if "index" in evals else np.arange(len(evals), dtype=np.uint64)
+    index = evals["index"].to_numpy(np.uint64) if "index" in evals else np.zeros(len(evals), np.uint64)
+    with np.errstate(over="ignore"):   # a multiplicative hash, modulo 2**64 on purpose
+        order_key = (index * np.uint64(0x9E3779B97F4A7C15) + position * np.uint64(0xBF58476D1CE4E5B9)) >> np.uint64(11)
+    # front rows first, then the rest, each in the fixed order
+    candidates = np.flatnonzero(~final)
+    ranked = candidates[np.lexsort((order_key[candidates], ~front[candidates]))]
+    keep = final.copy()
+    keep[ranked[:room]] = True
     return evals[keep]
+
+
+def nondominated(epsilon: np.ndarray, error: np.ndarray) -> np.ndarray:
+    """Which (epsilon, error) points no other point dominates (NaN rows: none), in O(n log n)."""
+    ok = ~(np.isnan(epsilon) | np.isnan(error))
+    mask = np.zeros(len(epsilon), bool)
+    idx = np.flatnonzero(ok)
+    order = idx[np.lexsort((error[idx], epsilon[idx]))]
+    best = np.inf
+    for i in order:   # by epsilon, then error: kept when its error beats every point before it
+        if error[i] < best:
+            mask[i] = True
+            best = error[i]
+    return mask
 
 
 def fit_surrogates(problem: Problem, evals: pd.DataFrame, settings: Settings, rng: np.random.Generator,
@@ -181,7 +196,7 @@ def fit_surrogates(problem: Problem, evals: pd.DataFrame, settings: Settings, rn
     fitter = gp.fitter(len(problem.domain))  # TensorFlow's import and tracing (seconds, once) are not fitting
     start = time.perf_counter()
     initial_raw = evals[problem.names].to_numpy(dtype=float)[:initial]
-    evals = gp_rows(evals, settings.gp_points, rng)
+    evals = gp_rows(evals, settings.gp_points)
     raw = evals[problem.names].to_numpy(dtype=float)
     scaler = input_scaler(problem, settings.inputs, initial_raw)
     x = scaler.to_unit(raw)
