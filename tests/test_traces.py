@@ -220,3 +220,12 @@ def test_the_gps_see_every_training_then_front_trace_rows_in_a_fixed_order():
                                             "trace_final": True}])], ignore_index=True)
     assert len(set(gp_rows(more, 100).index) & set(kept.index)) >= 98
     assert gp_rows(evals, 1000) is evals
+
+
+def test_a_trace_axis_the_domain_does_not_search_means_no_traces():
+    from dptradeoff.problems.user import user_problem
+
+    problem = user_problem("fixed-steps", {
+        "oracle": "tests/user_problems/noisy_mean_steps.py:NoisyMeanSteps",
+        "domain": {"rate": {"low": 0.1, "high": 1.0}, "sigma": {"low": 0.001, "high": 0.1, "log": True}}})
+    assert problem.oracle.trace_axis is None

@@ -24,7 +24,7 @@ import importlib
 import inspect
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -88,11 +88,9 @@ class UserOracle(Oracle):
         """Only when the user's oracle says so: otherwise its calls are made one at a time."""
         return bool(getattr(self.target, "thread_safe", False))
 
-    @property
-    def trace_axis(self) -> str | None:
-        """The integer parameter the user's `utility_trace` records along (None: no traces)."""
-        axis = getattr(self.target, "trace_axis", None)
-        return str(axis) if axis is not None else None
+    # The user's `trace_axis` where it is a parameter of the problem's domain (`user_problem` sets it):
+    # an oracle whose axis the domain fixes (e.g. through `options`) is evaluated without traces.
+    trace_axis: str | None = None
 
     def utility_trace(self, point, data, rng):
         return self.target.utility_trace(point, data, rng)
@@ -165,11 +163,13 @@ def _param(name: str, pname: str, entry) -> Param:
     return Param(pname, low, high, integer=integer, log=log)
 
 
-def _check_trace_axis(name: str, spec: str, oracle: UserOracle, domain: tuple[Param, ...]) -> None:
-    """A declared trace axis must be an integer parameter of the domain, with `utility_trace` beside it."""
-    axis = oracle.trace_axis
-    if axis is None:
-        return
+def _traced(name: str, spec: str, oracle: UserOracle, domain: tuple[Param, ...]) -> UserOracle:
+    """The oracle with its declared trace axis where the domain has that parameter: it must then be an
+    integer parameter, with `utility_trace` beside it (a clear error otherwise)."""
+    axis = getattr(oracle.target, "trace_axis", None)
+    if axis is None or str(axis) not in [p.name for p in domain]:
+        return oracle
+    axis = str(axis)
     integers = [p.name for p in domain if p.integer]
     if axis not in integers:
         raise UserError(f"problems.{name}: {spec} declares trace_axis = {axis!r}, which is not an integer parameter of "
@@ -177,6 +177,7 @@ def _check_trace_axis(name: str, spec: str, oracle: UserOracle, domain: tuple[Pa
     if not callable(getattr(oracle.target, "utility_trace", None)):
         raise UserError(f"problems.{name}: {spec} declares trace_axis = {axis!r} but defines no utility_trace(point, data, "
                         f"rng) -> {{{axis}: utility}}; define it (docs/your-algorithm.md, 'Epoch traces').")
+    return replace(oracle, trace_axis=axis)
 
 
 def user_problem(name: str, entry: dict) -> Problem:
@@ -205,8 +206,7 @@ def user_problem(name: str, entry: dict) -> Problem:
     delta = _number(f"problems.{name}.delta", entry.get("delta", 1e-5))
     if not 0 <= delta < 1:
         raise UserError(f"problems.{name}.delta is {delta}; give a delta in [0, 1).")
-    oracle = _oracle(name, entry)
-    _check_trace_axis(name, entry["oracle"], oracle, domain)
+    oracle = _traced(name, entry["oracle"], _oracle(name, entry), domain)
     return Problem(name=name, dataset=dataset, oracle=oracle, domain=domain, samplers=samplers,
                    delta=delta, utility=str(entry.get("utility", "accuracy")), default_repeats=1,
                    description=str(entry.get("description", entry["oracle"])))

@@ -58,11 +58,16 @@ def front_quality_table(problem: str, chains: dict[str, pd.DataFrame], proposals
                         metrics: list[FrontMetric], region: Region, corner_epsilon: float) -> pd.DataFrame:
     """Rows for every chain (`chains`: method -> its evaluations, `proposals`: method -> its proposal rows)
     and every sampling baseline cut to the chains' budget: as many evaluations, or, where a chain
-    recorded epoch traces, the same training cost (`stats.cost`); the reference front is that of
-    everything evaluated for the problem (`others`: grids, Table 2's sample)."""
+    recorded epoch traces, every method (chains too) cut at the training cost of the chain that spent
+    least (`stats.cost`); the reference front is that of everything evaluated for the problem
+    (`others`: grids, Table 2's sample)."""
     by_cost = any(is_traced(f) for f in chains.values())
-    budget = max((spent(f) if by_cost else len(f)) for f in chains.values())
     reference = succeeded(pd.concat([*chains.values(), *sampling.values(), *others], ignore_index=True))
+    if by_cost:   # every method, chains too, cut at the cost of the chain that spent least
+        budget = min(spent(f) for f in chains.values())
+        chains = {m: within(f, budget) for m, f in chains.items()}
+    else:
+        budget = max(len(f) for f in chains.values())
     rows = [method_row(problem, m, f, k0, metrics, region, reference, corner_epsilon, proposals.get(m))
             for m, f in chains.items()]
     rows += [method_row(problem, m, within(f, budget) if by_cost else in_training_order(f).iloc[:budget], k0, metrics,
