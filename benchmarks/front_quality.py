@@ -209,17 +209,17 @@ def cached(path: str, compute) -> pd.DataFrame:
     return pd.read_parquet(path)
 
 
-def best_known_region(name, problem, oracle_of, files, metric_settings, floor) -> float:
-    """The region score of every row of every method and seed pooled with BEST_KNOWN_RANDOM random points,
-    traced at the largest epochs (seed 0's oracle: its common random numbers)."""
+def best_known_region(name, problem, oracle_of, files, metric_settings, floor, count: int) -> float:
+    """The region score of every row of every method and seed pooled with `count` random points, traced at
+    the largest epochs (seed 0's oracle: its common random numbers)."""
     def random_points():
         oracle = oracle_of(0)
-        points = sample(problem, BEST_KNOWN_RANDOM, rng(0, name, "front_quality", "best-known"))
+        points = sample(problem, count, rng(0, name, "front_quality", "best-known"))
         if oracle.axis:
             points[oracle.axis] = problem.bounds(oracle.axis)[1]
         return oracle(points, traced=True)
 
-    pool = [cached(f"front_quality/{name}_best_known_random_{BEST_KNOWN_RANDOM}.parquet", random_points)]
+    pool = [cached(f"front_quality/{name}_best_known_random_{count}.parquet", random_points)]
     pool += [pd.read_parquet(f) for f in files]
     pool = pd.concat([f[["epsilon", "error"]] for f in pool], ignore_index=True)
     region = next(m for m in metric_settings.metrics(floor) if m.name == "region")
@@ -236,6 +236,8 @@ def main() -> None:
                         "points: its training cost is every method's budget")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--summary-only", action="store_true", help="only summarise what --work holds")
+    parser.add_argument("--best-known-random", type=int, default=BEST_KNOWN_RANDOM,
+                        help="random points (traced at the largest epochs) pooled into the best-known front")
     args = parser.parse_args()
     os.chdir(args.work)
     os.makedirs("front_quality", exist_ok=True)
@@ -276,7 +278,8 @@ def main() -> None:
                 files[(method, seed)] = (path, budget)
         if not files:
             continue
-        best_known = best_known_region(name, problem, oracle_of, [p for p, _ in files.values()], metric_settings, floor)
+        best_known = best_known_region(name, problem, oracle_of, [p for p, _ in files.values()], metric_settings, floor,
+                                       args.best_known_random)
         targets = {}
         for (method, seed), (path, budget) in files.items():
             evals = pd.read_parquet(path)
