@@ -87,6 +87,7 @@ VARIANTS = {
     "dpareto-exact-hvpoi-region-cap": {"utility_cap": "floor"},
     "dpareto-margin": {"floor_margin": 0.01},   # improvement counted from 0.01 below the floor
     "dpareto-gp128": {"gp_points": 128},        # (with traces) the GPs see at most 128 rows
+    "dpareto-cost": {"cost_aware": True},       # the acquisition per epoch of training
 }
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config", "config.yaml")
 

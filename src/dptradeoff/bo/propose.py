@@ -69,6 +69,7 @@ class Settings:
     utility_cap: str = "none"       # floor: errors worse than the utility floor enter the utility GP as the floor
     floor_margin: float = 0.0       # region acquisitions: improvement counts only below (floor - margin) in error
     gp_points: int = 256            # the most evaluation rows the GPs see: every training's own point, then trace points
+    cost_aware: bool = False        # region acquisitions: the acquisition per epoch of training (oracles with a trace axis)
 
     @classmethod
     def from_config(cls, dpareto: dict, statistics: dict | None = None) -> "Settings":
@@ -82,7 +83,8 @@ class Settings:
                    utility_noise=dpareto.get("utility_noise", cls.utility_noise),
                    utility_cap=dpareto.get("utility_cap", cls.utility_cap),
                    floor_margin=float(dpareto.get("floor_margin", cls.floor_margin)),
-                   gp_points=int(dpareto.get("gp_points", cls.gp_points)))
+                   gp_points=int(dpareto.get("gp_points", cls.gp_points)),
+                   cost_aware=bool(dpareto.get("cost_aware", cls.cost_aware)))
 
     @property
     def paper(self) -> bool:
@@ -363,13 +365,18 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
     cap = float(error_to_gp(context.error_floor - settings.floor_margin if context else 1.0))
     front_x = exact_privacy.finite_log(evals["epsilon"].to_numpy(float))
     front_y = utility.predict(observed)[0]
+    axis = problem.oracle.trace_axis
+    per_epoch = problem.names.index(axis) if settings.cost_aware and axis in problem.names else None
     rows = []
     for position in range(q):
         acquisition = region_acquisition(settings, front_x, front_y, cap)
 
         def value(unit: np.ndarray, epsilon: np.ndarray) -> np.ndarray:
             mean, var = utility.predict(unit)
-            return acquisition(exact_privacy.finite_log(epsilon), mean, np.sqrt(var))
+            gain = acquisition(exact_privacy.finite_log(epsilon), mean, np.sqrt(var))
+            if per_epoch is not None:   # cost-aware: the gain per epoch the training costs (Snoek et al. 2012's per cost)
+                gain = gain / np.maximum(scaler.from_unit(np.atleast_2d(unit))[:, per_epoch], 1.0)
+            return gain
 
         points = scaler.from_unit(scaler.lower + rng.random((settings.candidates, len(box))) * box)
         units = scaler.to_unit(points)
