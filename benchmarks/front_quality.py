@@ -7,7 +7,8 @@ For each problem and seed, 16 initial points are drawn from Tables 3-4 (SVT: its
 by every method. The budget is training cost: the total epochs (per replication) that the default
 DPareto chain spends on its 16 + 48 evaluations for that seed (`--rounds`); every method proposes
 sequentially (q = 1), each point evaluated at once, until it has spent the budget, and is scored on
-the rows it had within it. A method named `<method>+traces` evaluates with epoch traces
+the rows it had within it (`--equal evaluations`: 16 + 48 trainings each, the protocol of
+docs/dpareto-acquisition.md's tables). A method named `<method>+traces` evaluates with epoch traces
 (`dptradeoff.problems.traces`): each training records every epoch as a row (the shared initial
 points too), and the optimiser sees every row (DPareto: its GPs a subsample, `Settings.gp_points`;
 Optuna: as completed trials; BoTorch: as training data). `random+traces` trains random points at the
@@ -60,6 +61,7 @@ from dptradeoff.problems import get_problem  # noqa: E402
 from dptradeoff.problems.evaluate import evaluate, load_data  # noqa: E402
 from dptradeoff.problems.traces import TraceSettings  # noqa: E402
 from dptradeoff.seeds import derive_seed, rng  # noqa: E402
+from dptradeoff.stats import cost  # noqa: E402
 from dptradeoff.stats.front_metrics import MetricSettings  # noqa: E402
 from dptradeoff.stats.front_quality import FLOOR_MARGIN  # noqa: E402
 
@@ -72,6 +74,7 @@ REFERENCE = "dpareto+traces"   # the method every other is compared with
 DEFAULT = "dpareto"            # the default config's DPareto without traces: its 16 + rounds chain sets the budget
 BEST_KNOWN_RANDOM = 1000       # random points (traced at the largest epochs) in the best-known front
 MAX_ROUNDS = 2000              # a method that spends almost nothing per round still stops
+EQUAL = "cost"                 # --equal: what the budget counts
 # DPareto variants (the config's settings with these changed); `dpareto` is the config's default.
 VARIANTS = {
     # Each differs from the config's default (`dpareto`: exact privacy, HVPoI in the region, full refits in
@@ -115,10 +118,16 @@ class Oracle:
         return pd.concat(rows, ignore_index=True)
 
 
+def row_costs(evals: pd.DataFrame) -> np.ndarray:
+    """What each row spent: its training epochs (rows without a trace axis: one each), or, with
+    `--equal evaluations`, one per training (at its own row)."""
+    if EQUAL == "evaluations":
+        return evals["trace_final"].to_numpy(float)
+    return cost.row_costs(evals)
+
+
 def spent(evals: pd.DataFrame) -> float:
-    """The training cost of the rows: epochs of one replication (rows without a trace axis: one each)."""
-    cost = evals["cost_epochs"].to_numpy(float)
-    return float(np.where(np.isnan(cost), 1.0, cost).sum())
+    return float(row_costs(evals).sum())
 
 
 def budget_of(default_evals: pd.DataFrame) -> float:
@@ -134,7 +143,8 @@ def run_chain(method: str, problem, oracle: Oracle, initial: pd.DataFrame, setti
         stream = rng(seed, problem.name, "front_quality", "initial")
         evals = []
         while spent(pd.concat(evals, ignore_index=True)) < budget if evals else True:
-            points = sample(problem, K0, stream)   # the first K0 are the shared initial points
+            # 16 at a time at equal cost; at equal trainings all at once, as the tables by evaluation count drew them
+            points = sample(problem, K0 if EQUAL == "cost" else int(budget), stream)
             if traced and oracle.axis:
                 points[oracle.axis] = problem.bounds(oracle.axis)[1]
             for i in range(len(points)):
@@ -163,8 +173,7 @@ def run_chain(method: str, problem, oracle: Oracle, initial: pd.DataFrame, setti
 def within(evals: pd.DataFrame, budget: float) -> pd.DataFrame:
     """The rows a method had when it had spent `budget`: a trace's rows come in training order, so a
     training cut by the budget keeps its earlier epochs."""
-    cost = evals["cost_epochs"].to_numpy(float)
-    return evals[np.cumsum(np.where(np.isnan(cost), 1.0, cost)) <= budget + 1e-9]
+    return evals[np.cumsum(row_costs(evals)) <= budget + 1e-9]
 
 
 def summarise(evals: pd.DataFrame, metric_settings: MetricSettings, floor: float, budget: float,
@@ -179,9 +188,9 @@ def summarise(evals: pd.DataFrame, metric_settings: MetricSettings, floor: float
         out[metric.name] = metric.value(kept["epsilon"], kept["error"])
     region = next(m for m in metric_settings.metrics(floor) if m.name == "region")
     curve = region.curve(kept["epsilon"], kept["error"])
-    cost = np.cumsum(np.nan_to_num(kept["cost_epochs"].to_numpy(float), nan=1.0))
+    cumulative = np.cumsum(row_costs(kept))
     reached = np.flatnonzero(curve >= target - 1e-12)
-    out["cost_to_default"] = float(cost[reached[0]] / budget) if len(reached) else np.inf
+    out["cost_to_default"] = float(cumulative[reached[0]] / budget) if len(reached) else np.inf
     out["gap_to_best_known"] = 1.0 - out["region"] / best_known if best_known > 0 else np.nan
     finals = kept[kept["trace_final"]].iloc[K0:]
     for block in range(min(3, -(-len(finals) // BLOCK))):
@@ -237,9 +246,13 @@ def main() -> None:
                         "points: its training cost is every method's budget")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--summary-only", action="store_true", help="only summarise what --work holds")
+    parser.add_argument("--equal", choices=["cost", "evaluations"], default="cost",
+                        help="compare at equal training cost (default) or at an equal number of trainings")
     parser.add_argument("--best-known-random", type=int, default=BEST_KNOWN_RANDOM,
                         help="random points (traced at the largest epochs) pooled into the best-known front")
     args = parser.parse_args()
+    global EQUAL
+    EQUAL = args.equal
     os.chdir(args.work)
     os.makedirs("front_quality", exist_ok=True)
     config = yaml.safe_load(open(CONFIG))
@@ -260,7 +273,7 @@ def main() -> None:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             oracle, initial, budget = oracle_of(seed), None, None
             for method in methods:
-                path = f"front_quality/{name}_{method}_{seed}_cost{args.rounds}.parquet"
+                path = f"front_quality/{name}_{method}_{seed}_{args.equal}{args.rounds}.parquet"
                 if not os.path.exists(path) and args.summary_only:
                     continue
                 if initial is None:
@@ -363,8 +376,9 @@ def compact_report(table: pd.DataFrame, metric: str = "region") -> None:
     for name, group in table.groupby("problem", sort=False):
         ours = group[group["method"] == REFERENCE].set_index("seed")[metric]
         blocks = [c for c in group.columns if c.startswith("at_floor")]
-        print(f"\n### {name}, {metric} at equal training cost "
-              f"({group['budget'].mean():.0f} epochs per seed on average)\n")
+        unit = "epochs" if EQUAL == "cost" else "trainings"
+        print(f"\n### {name}, {metric} at equal {'training cost' if EQUAL == 'cost' else 'trainings'} "
+              f"({group['budget'].mean():.0f} {unit} per seed on average)\n")
         print(f"| method | seeds | trainings / rows | {metric} | DPareto+traces − it (95 % CI), p | gap to best known | "
               "at the floor, trainings " + " / ".join(c.removeprefix("at_floor_rounds_").replace("_", "–") for c in blocks)
               + " | s per proposal |")

@@ -123,11 +123,13 @@ def test_paper_config_dag_builds(run_snakemake, tmp_path):
     assert "bo_propose             1280" in out or " 1280" in out
 
 
+@pytest.mark.parametrize("traces", [False, True])
 @pytest.mark.parametrize("part_size, per_part", [("iterations", 3), ("budget", 4 + 3)])
-def test_table2_parts_have_the_configured_size(run_snakemake, tmp_path, part_size, per_part):
+def test_table2_parts_have_the_configured_size(run_snakemake, tmp_path, part_size, per_part, traces):
     """statistics.part_size: k points per part (the paper's text) or k0 + k (the original code's):
-    the comparison sample Snakemake plans is parts x that many points (dry run, one point per job)."""
-    cfg = {"dpareto": {"problems": ["adult-logreg-sgd"], "initial_points": 4, "iterations": 3},
+    the comparison sample Snakemake plans is parts x that many points (dry run, one point per job);
+    with dpareto.traces, half as many again (its parts are cut at the chain's training cost)."""
+    cfg = {"dpareto": {"problems": ["adult-logreg-sgd"], "initial_points": 4, "iterations": 3, "traces": traces},
            "statistics": {"comparison_parts": 2, "part_size": part_size},
            "random_sampling": {"points": 4, "points_per_job": 1}}
     path = tmp_path / "parts.yaml"
@@ -135,5 +137,6 @@ def test_table2_parts_have_the_configured_size(run_snakemake, tmp_path, part_siz
     target = "results/dpareto/adult-logreg-sgd/comparison/0/evaluations.parquet"
     done = run_snakemake(tmp_path / "work", target, "-n", "--cores", "1", "--configfile", str(path))
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    planned = re.search(r"^evaluate_batch\s+(\d+)", done.stdout + done.stderr, re.MULTILINE)
-    assert planned and int(planned.group(1)) == 2 * per_part
+    planned = re.search(r"^evaluate_random_batch\s+(\d+)", done.stdout + done.stderr, re.MULTILINE)
+    points = 2 * per_part
+    assert planned and int(planned.group(1)) == (points + points // 2 if traces else points)

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.slow
 
 def test_random_sample_fanned_out_and_gathered(run_snakemake, tmp_path):
     cfg = {
-        "dpareto": {"problems": ["adult-logreg-sgd", "mnist-mlp2-sgd", "svt"], "initial_points": 4},
+        # untraced: one row per point (tests/test_pipeline_traces.py runs the traced random run)
+        "dpareto": {"problems": ["adult-logreg-sgd", "mnist-mlp2-sgd", "svt"], "initial_points": 4, "traces": False},
         "problems": {"adult-logreg-sgd": {"repeats": 2, "ranges": {"epochs": [1, 2]}},
                      "mnist-mlp2-sgd": {"repeats": 1, "ranges": {"epochs": [1, 1], "lot_size": [200, 4000]}},
                      "svt": {"repeats": 10}},
