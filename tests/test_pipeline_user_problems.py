@@ -105,7 +105,10 @@ def test_the_opacus_example_config_runs_at_a_smaller_scale(run_snakemake, tmp_pa
     done = run_snakemake(work, "all", "--cores", "2", "--configfile", str(example), str(override), timeout=1500)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     chain = read_frame(str(work / "results/dpareto/opacus-cnn/bo/0/evaluations.parquet"))
-    assert len(chain) == 5 and chain["failure"].isna().all() and chain["utility"].between(0, 1).all()
+    assert chain["trace_final"].sum() == 5 and chain["failure"].isna().all() and chain["utility"].between(0, 1).all()
+    # the default config's epoch traces: a 2-epoch training adds its first epoch as a row (utility_trace)
+    for _, training in chain.groupby("index"):
+        assert training["epochs"].tolist() == list(range(1, int(training["epochs"].max()) + 1))
     assert (chain["source_label"].str.contains("embedded")).all()
     answer = read_frame(str(work / "results/dpareto/opacus-cnn/query/eps3.parquet")).iloc[0]
     assert answer["epsilon"] <= 3.0 and 0 <= answer["utility"] <= 1 and 0 <= answer["predicted_utility"] <= 1

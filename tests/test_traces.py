@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
+from conftest import REPO
 from dptradeoff.privacy import dpsgd
 from dptradeoff.problems import get_problem
 from dptradeoff.problems.builtin import LinearDPSGD, MLPDPSGD
@@ -55,7 +56,7 @@ def test_linear_trace_of_one_replication_equals_the_plain_trainer():
 
 def test_linear_trace_replications_are_algorithm_3_with_their_own_lots_and_noise():
     """The traced kernel (replications stepping together) is still Alg. 3/4 fed the lots and noise it drew."""
-    from tests.test_trainers import _reference_alg
+    from test_trainers import _reference_alg
 
     x, y = _binary_task(n=60, d=5)
     hp = DPSGDHyper(epochs=3, lot_size=7, learning_rate=0.1, noise=0.8, clip=0.5)
@@ -153,7 +154,7 @@ def _user_problem(oracle="NoisyMeanSteps"):
     from dptradeoff.problems.user import user_problem
 
     return user_problem("noisy-steps", {
-        "oracle": f"tests/user_problems/noisy_mean_steps.py:{oracle}",
+        "oracle": str(REPO / "tests/user_problems/noisy_mean_steps.py") + f":{oracle}",
         "domain": {"steps": {"low": 1, "high": 12, "integer": True}, "rate": {"low": 0.1, "high": 1.0},
                    "sigma": {"low": 0.001, "high": 0.1, "log": True}}})
 
@@ -182,7 +183,7 @@ def test_the_opacus_example_traces_every_epoch_as_its_shorter_training():
     """The Opacus CNN example's `utility_trace`: epoch e's accuracy is that of a training of e epochs."""
     import sys
 
-    sys.path.insert(0, "examples")
+    sys.path.insert(0, str(REPO / "examples"))
     from opacus_cnn import OpacusCNN
 
     rng = np.random.default_rng(0)
@@ -226,6 +227,6 @@ def test_a_trace_axis_the_domain_does_not_search_means_no_traces():
     from dptradeoff.problems.user import user_problem
 
     problem = user_problem("fixed-steps", {
-        "oracle": "tests/user_problems/noisy_mean_steps.py:NoisyMeanSteps",
+        "oracle": str(REPO / "tests/user_problems/noisy_mean_steps.py") + ":NoisyMeanSteps",
         "domain": {"rate": {"low": 0.1, "high": 1.0}, "sigma": {"low": 0.001, "high": 0.1, "log": True}}})
     assert problem.oracle.trace_axis is None
