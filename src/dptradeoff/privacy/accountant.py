@@ -7,11 +7,13 @@ analysed by the tightest analysis this package has for it:
   perturbation; an `EpsilonDpEvent`), the analytic Gaussian mechanism (a Gaussian release, output
   perturbation), advanced composition of a pure-DP mechanism run `count` times (at that delta),
   basic composition of pure-DP mechanisms one after another;
-- otherwise RDP, converted by the accountant's conversion: a Gaussian (alpha / (2 z^2)), a
-  Gaussian on a lot sampled without replacement (WBK19 Thm 27, `wor_gaussian`), a mechanism run
-  `count` times (count x its RDP), several in sequence (the sum), repeat-and-select (Papernot &
-  Steinke Thm 2), a random choice among mechanisms (the largest RDP: exp((alpha - 1) D_alpha) is
-  jointly convex), and a Gaussian on a Poisson-sampled lot (dp_accounting's analysis, Mironov et al.
+- otherwise RDP, converted by the accountant's conversion: a Gaussian (alpha / (2 z^2)), an
+  `EpsilonDpEvent` (binary randomized response's, the tight RDP of any epsilon-DP mechanism,
+  `pure.py`), a Laplace mechanism (Mironov 2017 Prop. 6, `pure.py`), a Gaussian on a lot sampled
+  without replacement (WBK19 Thm 27, `wor_gaussian`), a mechanism run `count` times (count x its
+  RDP), several in sequence (the sum), repeat-and-select (Papernot & Steinke Thm 2), a random
+  choice among mechanisms (the largest RDP: exp((alpha - 1) D_alpha) is jointly convex), and a
+  Gaussian on a Poisson-sampled lot (dp_accounting's analysis, Mironov et al.
   2019: for add/remove-one neighbours, the relation under which Poisson sampling is analysed, e.g. by
   Opacus; an oracle that uses it states that relation as its `neighbouring`).
 An event with neither stops with one sentence naming it.
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import UserError
-from . import gaussian, objective_perturbation, output_perturbation, svt, wor_gaussian
+from . import gaussian, objective_perturbation, output_perturbation, pure, svt, wor_gaussian
 from .composition import advanced_composition
 from .conversions import IMPROVED, Conversion
 from .events import (ComposedDpEvent, EpsilonDpEvent, GaussianDpEvent, LaplaceDpEvent, ObjectivePerturbationDpEvent,
@@ -191,6 +193,16 @@ def _rdp(event, orders: np.ndarray) -> np.ndarray:
 @_rdp.register
 def _(event: GaussianDpEvent, orders):
     return wor_gaussian.rdp(1.0, event.noise_multiplier, orders)   # sampling everything: alpha / (2 z^2)
+
+
+@_rdp.register
+def _(event: EpsilonDpEvent, orders):
+    return pure.epsilon_dp_rdp(event.epsilon, orders)
+
+
+@_rdp.register
+def _(event: LaplaceDpEvent, orders):
+    return pure.laplace_rdp(event.noise_multiplier, orders)
 
 
 @_rdp.register

@@ -24,49 +24,70 @@ import importlib
 import inspect
 import math
 import os
+import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from .. import UserError
+from ..environments import find_file
 from ..module_files import module_from_file
+from .columns import reserved
 from .oracle import Data, Oracle, replicate
 from .problem import Param, Problem
 from .sampling import sampler_from_config
 
-# Relative oracle files are looked up in the working directory, then here (where the Snakefile is).
-PROJECT_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ENTRY_KEYS = {"oracle", "options", "dataset", "delta", "utility", "domain", "sampling", "description", "repeats",
-              "grids", "ranges", "queries", "utility_floor"}
+              "grids", "ranges", "queries", "utility_floor", "methods", "environment"}
 PARAM_KEYS = {"low", "high", "integer", "log"}
+
+
+def _locate(spec: str, where: str) -> tuple[str | None, str, str]:
+    """(the file's absolute path or None, the module name to give it or import, the attribute) of a spec."""
+    target, _, attribute = spec.partition(":")
+    if not target.endswith(".py"):
+        return None, target, attribute
+    path = find_file(target, where)
+    name = f"dptradeoff_user_{os.path.splitext(os.path.basename(path))[0]}_{hashlib.sha1(path.encode()).hexdigest()[:8]}"
+    return path, name, attribute
 
 
 def load_object(spec: str, where: str) -> Any:
     """The object `spec` names: `package.module:Name`, `path/to/file.py:Name`, or a module or file
-    alone (its functions are then the oracle). Files are imported once per process."""
-    target, _, attribute = spec.partition(":")
+    alone (its functions are then the oracle). Files are imported once per process, their directory
+    first on sys.path (as when the file runs as a script), so modules beside them import."""
+    path, module_name, attribute = _locate(spec, where)
     try:
-        if target.endswith(".py"):
-            candidates = [os.path.abspath(target), os.path.join(PROJECT_ROOT, target)]
-            path = next((c for c in candidates if os.path.isfile(c)), None)
-            if path is None:
-                raise UserError(f"{where} names the file {target}, which is in neither the directory Snakemake runs in "
-                                f"nor the project's ({PROJECT_ROOT}); fix the path.")
-            name = f"dptradeoff_user_{os.path.splitext(os.path.basename(path))[0]}_{hashlib.sha1(path.encode()).hexdigest()[:8]}"
-            module = module_from_file(name, path)
+        if path is not None:
+            directory = os.path.dirname(path)
+            if directory not in sys.path:
+                sys.path.insert(0, directory)
+            module = module_from_file(module_name, path)
         else:
-            module = importlib.import_module(target)
-    except UserError:
-        raise
+            module = importlib.import_module(module_name)
     except Exception as exc:
-        raise UserError(f"{where}: importing {target} failed ({type(exc).__name__}: {exc}); fix the module or its "
-                        f"name.") from None
+        raise UserError(f"{where}: importing {spec.partition(':')[0]} failed ({type(exc).__name__}: {exc}); fix the "
+                        f"module or its name.") from None
     if not attribute:
         return module
     if not hasattr(module, attribute):
-        raise UserError(f"{where}: {target} has no {attribute!r}; name an object it defines.")
+        raise UserError(f"{where}: {spec.partition(':')[0]} has no {attribute!r}; name an object it defines.")
     return getattr(module, attribute)
+
+
+def _worker_target(name: str, spec: str, options: dict, environment) -> Any:
+    """The oracle `spec` names, run by workers in the environment `problems.<name>.environment` describes."""
+    from ..environments import ProblemEnvironment
+    from .worker import WorkerTarget
+
+    where = f"problems.{name}.environment"
+    if not isinstance(environment, str) or not environment:
+        raise UserError(f"{where} must be the path of a requirements file (e.g. envs/my-algorithm.txt); fix it.")
+    python = ProblemEnvironment(find_file(environment, where), where).ensure()
+    path, module_name, attribute = _locate(spec, f"problems.{name}.oracle")
+    return WorkerTarget(python, {"text": spec, "path": path, "module_name": module_name, "module": module_name,
+                                 "attribute": attribute, "options": options}, f"problems.{name}.oracle")
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,10 +142,13 @@ def _oracle(name: str, entry: dict) -> UserOracle:
     spec = entry["oracle"]
     if not isinstance(spec, str) or not spec:
         raise UserError(f"{where} must be a string such as package.module:Name or path/to/file.py:Name; fix it.")
-    target = load_object(spec, where)
     options = entry.get("options") or {}
     if not isinstance(options, dict):
         raise UserError(f"problems.{name}.options must be a mapping of keyword arguments; fix it.")
+    if "environment" in entry:
+        target = _worker_target(name, spec, options, entry["environment"])
+    else:
+        target = load_object(spec, where)
     if inspect.isclass(target):
         try:
             target = target(**options)
@@ -150,6 +174,10 @@ def _number(where: str, value) -> float:
 
 def _param(name: str, pname: str, entry) -> Param:
     where = f"problems.{name}.domain.{pname}"
+    if reserved(pname):
+        raise UserError(f"{where}: the name {pname!r} is a result column of the evaluation rows, which would overwrite "
+                        f"it; rename the hyperparameter (e.g. {pname.strip('_')}_param) in the domain and in your "
+                        f"oracle's code.")
     if not isinstance(entry, dict) or set(entry) - PARAM_KEYS or not {"low", "high"} <= set(entry):
         raise UserError(f"{where} must be a mapping with low and high (and optionally integer, log), got {entry!r}; fix it.")
     low, high = _number(f"{where}.low", entry["low"]), _number(f"{where}.high", entry["high"])

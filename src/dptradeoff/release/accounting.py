@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import UserError
 from ..privacy.accountant import Accountant
-from ..privacy.calibration import MAX_NOISE, Calibration, calibrate_noise
+from ..privacy.calibration import MAX_NOISE, calibrate_noise
 from ..privacy.events import ComposedDpEvent, GaussianDpEvent, RandomChoiceDpEvent, RepeatAndSelectDpEvent
 
 LOWEST_EPS0_SHARE = 1e-3     # eps0 is searched in [this * total, total]
@@ -41,7 +41,7 @@ EPS0_TOLERANCE = 1e-3        # relative width at which the bisection stops
 
 @dataclass(frozen=True)
 class Candidate:
-    point: dict              # the hyperparameters, `noise` replaced by the calibrated multiplier
+    point: dict              # the hyperparameters, the privacy parameter recalibrated (`noise`, or the oracle's calibrate)
     front_epsilon: float     # the point's epsilon on the front (tuning rows), for the record
     front_utility: float
     training_epsilon: float  # the accountant's epsilon of its training on the private rows, at the plan's delta
@@ -72,20 +72,28 @@ def release_event(trial, eta: float, mean_trials: float):
 
 def plan(points: Sequence[dict], event_of: Callable[[dict], object], *, total: float, delta: float, eta: float,
          mean_trials: float, score_noise: float, validation_rows: int, accountant: Accountant,
-         front_values: Sequence[tuple[float, float]] | None = None, origins: Sequence[str] | None = None) -> Plan:
-    """The largest eps0 (to EPS0_TOLERANCE) at which the release of `points` (noise recalibrated) is
-    (total, delta)-DP; `event_of(point)` is a training's event on the private training rows.
+         front_values: Sequence[tuple[float, float]] | None = None, origins: Sequence[str] | None = None,
+         calibrate: Callable[[dict, float], tuple[dict, float] | None] | None = None) -> Plan:
+    """The largest eps0 (to EPS0_TOLERANCE) at which the release of `points` (each recalibrated to
+    eps0) is (total, delta)-DP; `event_of(point)` is a training's event on the private training rows.
+    `calibrate(point, eps0)` is (the point whose training is (eps0, delta)-DP, its training epsilon) or
+    None (`trainers.calibrated`); by default the point's `noise` is recalibrated.
     A total too small for even one trial stops with the smallest total that works."""
     multiplier = score_noise * (validation_rows - 1)
+
+    def noise_calibration(point, eps0):
+        found = calibrate_noise(accountant, lambda z: event_of({**point, "noise": z}), eps0, delta)
+        return None if found is None else ({**point, "noise": found.noise}, found.epsilon)
+
     front_values = list(front_values or [(math.nan, math.nan)] * len(points))
     origins = list(origins or ["front"] * len(points))
 
     def at(eps0: float) -> Plan | None:
         chosen = []
         for point, (f_eps, f_util), origin in zip(points, front_values, origins):
-            cal = calibrate_noise(accountant, lambda z, p=point: event_of({**p, "noise": z}), eps0, delta)
-            if cal is not None:
-                chosen.append(_candidate(point, cal, f_eps, f_util, origin))
+            found = (calibrate or noise_calibration)(point, eps0)
+            if found is not None:
+                chosen.append(Candidate(found[0], f_eps, f_util, found[1], origin))
         if not chosen:
             return None
         trial = trial_event([event_of(c.point) for c in chosen], multiplier)
@@ -121,10 +129,6 @@ def plan(points: Sequence[dict], event_of: Callable[[dict], object], *, total: f
         else:
             high = middle
     return best
-
-
-def _candidate(point: dict, cal: Calibration, front_epsilon: float, front_utility: float, origin: str) -> Candidate:
-    return Candidate({**point, "noise": cal.noise}, front_epsilon, front_utility, cal.epsilon, origin)
 
 
 def _round_up(value: float) -> str:

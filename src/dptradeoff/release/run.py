@@ -23,7 +23,6 @@ import pandas as pd
 from .. import UserError, __version__, paths
 from ..io import atomic_path, write_frame
 from ..privacy.accountant import Accountant
-from ..privacy.calibration import calibrate_noise
 from ..problems.evaluate import load_data
 from ..problems.oracle import Data
 from ..problems.problem import Problem
@@ -32,7 +31,7 @@ from ..seeds import rng as derived_rng
 from . import accounting, candidates as candidate_points
 from .selection import random_stopping
 from .settings import ReleaseSettings, SplitTuning
-from .trainers import check_releasable, oracle_target, weights
+from .trainers import calibrated, check_releasable, oracle_target, training_event, weights
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +98,12 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
     points, values, origins = candidate_points.choose(front, problem, settings.epsilon, settings.candidates,
                                                       derived_rng(settings.seed, "release-candidates", problem.name))
     n_train, n_val = private.training.n_train, len(private.validation.y_test)
-    plan = accounting.plan(points, lambda p: oracle.event(p, n=n_train), total=settings.epsilon, delta=settings.delta,
-                           eta=settings.selection.eta, mean_trials=settings.selection.mean_trials,
+    plan = accounting.plan(points, lambda p: training_event(problem, p, n_train), total=settings.epsilon,
+                           delta=settings.delta, eta=settings.selection.eta, mean_trials=settings.selection.mean_trials,
                            score_noise=settings.score_noise, validation_rows=n_val, accountant=accountant,
-                           front_values=values, origins=origins)
+                           front_values=values, origins=origins,
+                           calibrate=lambda p, eps0: calibrated(problem, accountant, p, n=n_train, epsilon=eps0,
+                                                                delta=settings.delta))
     log.info("%s: eps0 = %.4g for %d candidates; total epsilon %.4g at delta %g", problem.name, plan.eps0,
              len(plan.candidates), plan.total_epsilon, settings.delta)
     if plan.total_epsilon > settings.epsilon:   # the plan's own check, once more where it matters
@@ -121,7 +122,7 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
                                _selection_rng(settings, "release-selection", problem.name))
     chosen, model = selected.output
     test_accuracy = float(oracle.score(model, private.test))
-    reference = reference_without_private_tuning(points, oracle, private, settings, accountant,
+    reference = reference_without_private_tuning(points, problem, private, settings, accountant,
                                                  _selection_rng(settings, "release-reference", problem.name))
     front_eps, front_util = front["epsilon"].to_numpy(), front["utility"].to_numpy()
     record = {
@@ -130,7 +131,7 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
                    "rows": tuning_data.source_label if tuning_data else None},
         "private_rows": private.description,
         "guarantee": {"epsilon": plan.total_epsilon, "delta": settings.delta, "target_epsilon": settings.epsilon,
-                      "covers": "every trial's DP-SGD training on the private training rows, every trial's noisy score "
+                      "covers": "every trial's training on the private training rows, every trial's noisy score "
                                 "on the private validation rows, and the selection of the best trial (the released "
                                 "model and its hyperparameters)",
                       "neighbouring": f"{oracle_neighbouring(problem)}, per part: neighbouring private datasets differ "
@@ -169,24 +170,23 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
     return record
 
 
-def reference_without_private_tuning(points, oracle, private: PrivateData, settings: ReleaseSettings,
+def reference_without_private_tuning(points, problem: Problem, private: PrivateData, settings: ReleaseSettings,
                                      accountant: Accountant, rng) -> dict:
     """What tuning without accounting for it gives on the same rows: every candidate trained once with
     its noise calibrated to the *total* epsilon, the best by exact validation accuracy, tested once.
     NOT private (the selection reads the validation rows without noise and its epsilon leaves the
     tuning out): a diagnostic for the price of private tuning, never released."""
     n_train = private.training.n_train
+    oracle = oracle_target(problem)
     best = None
     for point in points:
-        cal = calibrate_noise(accountant, lambda z, p=point: oracle.event({**p, "noise": z}, n=n_train),
-                              settings.epsilon, settings.delta)
-        if cal is None:
+        found = calibrated(problem, accountant, point, n=n_train, epsilon=settings.epsilon, delta=settings.delta)
+        if found is None:
             continue
-        calibrated = {**point, "noise": cal.noise}
-        model = oracle.train(calibrated, private.training, rng)
+        model = oracle.train(found[0], private.training, rng)
         accuracy = float(oracle.score(model, private.validation))
         if best is None or accuracy > best[0]:
-            best = (accuracy, calibrated, model)
+            best = (accuracy, found[0], model)
     if best is None:
         return {"test_accuracy": math.nan, "hyperparameters": None, "validation_accuracy": math.nan}
     return {"test_accuracy": float(oracle.score(best[2], private.test)), "hyperparameters": best[1],

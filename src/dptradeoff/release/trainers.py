@@ -1,19 +1,34 @@
 """What a release needs of a problem's oracle beyond the study's two oracles:
 
     event(point, *, n) -> DpEvent        the training's privacy as an event the accountant analyses
-                                          (privacy/events.py; dp_accounting's classes are the same)
+                                          (privacy/events.py; dp_accounting's classes are the same), or
+                                          its description {"event": class name, field: value}
     train(point, data, rng) -> model     one training on data.x_train / data.y_train
     score(model, data) -> float          the model's accuracy on data.x_test / data.y_test, in [0, 1]
     weights(model) -> dict of arrays     optional: what is saved (a torch module's state_dict by default)
+    calibrate(point, *, n, epsilon, delta) -> point
+                                          optional: the point with its privacy parameter set so that its
+                                          training is (epsilon, delta)-DP (e.g. a pure-epsilon algorithm's
+                                          own epsilon); without it the release recalibrates `noise`
 
-The built-in DP-SGD oracles define all four (problems/builtin.py); an oracle of your own adds them.
-The release recalibrates the point's `noise`, so the domain must have a `noise` parameter."""
+The built-in DP-SGD oracles define the first four (problems/builtin.py); an oracle of your own adds
+them. Whatever `calibrate` returns is checked by the accountant: its event must be within the target.
+`check_releasable` runs at config time, before any tuning: the methods are there, there is a privacy
+parameter to recalibrate, and the accountant can compose the training's event with the noisy score."""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import UserError
+from ..privacy.accountant import Accountant
+from ..privacy.calibration import calibrate_noise
+from ..privacy.descriptions import event_from_description
+from ..privacy.events import ComposedDpEvent, GaussianDpEvent
 from ..problems.problem import Problem
+
+# The training rows of the event checked at config time (the data are not loaded then); large enough
+# for any lot size of the built-in domains.
+NOMINAL_ROWS = 1_000_000
 
 REQUIRED = {"event": "event(point, *, n) returning the training's DpEvent",
             "train": "train(point, data, rng) returning the trained model",
@@ -25,16 +40,58 @@ def oracle_target(problem: Problem):
     return getattr(problem.oracle, "target", problem.oracle)
 
 
-def check_releasable(problem: Problem) -> None:
-    """One sentence naming what the problem's oracle lacks for a release."""
+def check_releasable(problem: Problem, accountant: Accountant | None = None) -> None:
+    """One sentence naming what the problem's oracle lacks for a release (the config check runs it)."""
     target = oracle_target(problem)
     for name, signature in REQUIRED.items():
         if not callable(getattr(target, name, None)):
             raise UserError(f"The oracle of {problem.name} has no {name}() method, which a release needs: add "
                             f"{signature} (docs/release.md).")
-    if "noise" not in problem.names:
-        raise UserError(f"{problem.name} has no `noise` parameter for the release to recalibrate; name the noise "
-                        f"multiplier `noise` in its domain.")
+    if not callable(getattr(target, "calibrate", None)) and "noise" not in problem.names:
+        raise UserError(f"{problem.name} has neither a `noise` parameter nor a calibrate() method for the release to "
+                        f"set its privacy with; name the noise multiplier `noise` in its domain, or add "
+                        f"calibrate(point, *, n, epsilon, delta) returning the point at that privacy (docs/release.md).")
+    middle = {p.name: (p.low * p.high) ** 0.5 if p.log else (p.low + p.high) / 2 for p in problem.domain}
+    point = problem.check({p.name: round(middle[p.name]) if p.integer else middle[p.name] for p in problem.domain})
+    event = training_event(problem, point, NOMINAL_ROWS)
+    try:
+        (accountant or Accountant()).rdp(ComposedDpEvent([event, GaussianDpEvent(1.0)]))
+    except UserError as exc:
+        raise UserError(f"{problem.name} cannot be released: its training's event {type(event).__name__} is composed "
+                        f"with the noisy score under RDP, and {str(exc)[0].lower()}{str(exc)[1:]}") from None
+
+
+def training_event(problem: Problem, point: dict, n: int):
+    """The event of one training at `point` on `n` rows (the oracle's event, or its description)."""
+    try:
+        event = oracle_target(problem).event(point, n=n)
+    except UserError:
+        raise
+    except Exception as exc:
+        raise UserError(f"The event() of {problem.name}'s oracle raised for {point} ({type(exc).__name__}: {exc}); fix "
+                        f"it.") from None
+    return event_from_description(event)
+
+
+def calibrated(problem: Problem, accountant: Accountant, point: dict, *, n: int, epsilon: float,
+               delta: float) -> tuple[dict, float] | None:
+    """(the point at which one training on `n` rows is (epsilon, delta)-DP by `accountant`, that
+    training's epsilon), or None where no setting reaches it: the oracle's `calibrate` where it has one,
+    checked by the accountant, else the smallest `noise` that reaches it (`calibrate_noise`)."""
+    hook = getattr(oracle_target(problem), "calibrate", None)
+    if not callable(hook):
+        found = calibrate_noise(accountant, lambda z: training_event(problem, {**point, "noise": z}, n), epsilon, delta)
+        return None if found is None else ({**point, "noise": found.noise}, found.epsilon)
+    answer = hook(dict(point), n=n, epsilon=epsilon, delta=delta)
+    if answer is None:
+        return None
+    answer = {**point, **dict(answer)}
+    achieved = accountant.epsilon(training_event(problem, answer, n), delta)
+    if achieved > epsilon * (1 + 1e-9):
+        raise UserError(f"The calibrate() of {problem.name}'s oracle returned {answer} for epsilon {epsilon:g} at delta "
+                        f"{delta:g}, but the accountant gives its training epsilon {achieved:.6g}; make calibrate return "
+                        f"a point whose event is within the target.")
+    return answer, achieved
 
 
 def weights(problem: Problem, model) -> dict[str, np.ndarray]:
