@@ -23,7 +23,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 PAPER_SECONDS = 45.0
 PROBLEM, ITERATIONS = "adult-logreg-sgd", 256
-TARGET = f"results/dpareto/{PROBLEM}/bo/0/evaluations.parquet"
+TARGET = f"results/dpareto/{PROBLEM}/dpareto/0/evaluations.parquet"
 
 
 def main() -> None:
@@ -45,7 +45,7 @@ def main() -> None:
         wall = time.perf_counter() - start
         if done.returncode:
             sys.exit(f"the chain failed:\n{(done.stdout + done.stderr)[-3000:]}")
-        proposals = pd.concat([pq.read_table(p).to_pandas() for p in (work / f"results/dpareto/{PROBLEM}/bo/0/proposals").glob("*.parquet")])
+        proposals = pd.concat([pq.read_table(p).to_pandas() for p in (work / f"results/dpareto/{PROBLEM}/dpareto/0/proposals").glob("*.parquet")])
         evaluations = pq.read_table(work / TARGET).to_pandas()
     proposals = proposals.sort_values("round")
     total = float(proposals["job_seconds"].sum())

@@ -198,7 +198,7 @@ def test_the_cli_and_the_query_rule_give_the_same_answer(tmp_path, monkeypatch, 
     from dptradeoff.problems.evaluate import evaluate
 
     evals = evaluate(problem, points, None, 20, 0, "dpareto", 0)
-    chain = tmp_path / "results/dpareto/svt/bo/0/evaluations.parquet"
+    chain = tmp_path / "results/dpareto/svt/dpareto/0/evaluations.parquet"
     chain.parent.mkdir(parents=True)
     write_frame(evals, str(chain), {})
     config = tmp_path / "mine.yaml"

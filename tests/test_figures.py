@@ -3,6 +3,7 @@ matplotlib figure the plotting function hands to `save`, and which files the fig
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -161,15 +162,44 @@ def test_figure_rules_read_the_files_the_paper_s_figures_show(run_snakemake, tmp
     assert priority["random_points"] > priority["bo_propose"] and priority["bo_initial"] > priority["bo_propose"]
     assert priority["dataset_split"] > priority["bo_propose"] and priority["embedded_wheel"] > priority["bo_propose"]
     assert priority["bo_propose"] == priority["bo_evaluate"] == priority["evaluate_random_batch"] > priority["evaluate_batch"]
-    assert inputs["fig_fronts7"] == [f"results/dpareto/{p}/bo/0/evaluations.parquet" for p in ADULT]
+    assert inputs["fig_fronts7"] == [f"results/dpareto/{p}/dpareto/0/evaluations.parquet" for p in ADULT]
     assert inputs["fig_fronts8"] == inputs["fig_fronts7"]
     assert sorted(inputs["fig5"]) == sorted([f"results/dpareto/{p}/{m}/0/evaluations.parquet" for p in ADULT
-                                             for m in ("bo", "random", "uniform")]   # the paper configs: DPareto only
+                                             for m in ("dpareto", "random", "uniform")]   # the paper configs: DPareto only
                                             + ["results/dpareto/adult-logreg-sgd/comparison/0/evaluations.parquet"]
                                             + [f"results/data/adult/{split}.parquet" for split in ("test", "train")])
-    assert sorted(inputs["fig6"]) == sorted(["results/dpareto/adult-logreg-sgd/bo/0/evaluations.parquet"]
+    assert sorted(inputs["fig6"]) == sorted(["results/dpareto/adult-logreg-sgd/dpareto/0/evaluations.parquet"]
                                             + [f"results/dpareto/adult-logreg-sgd/grid{k}/0/evaluations.parquet" for k in (3, 4)])
     planned = set(inputs)
     assert {"table2", "overhead_table", "fig5", "fig6"} <= planned
     assert not planned & {"fig_oracles1", "fig_surfaces3", "batch_vs_sequential", "expost_fig1", "taylor_fig2", "proposetest_figures"}
     assert re.search(r"^bo_propose\s+768$", out, re.MULTILINE)                 # 3 problems x 256 rounds
+
+
+def test_a_front_figure_draws_the_trivial_predictor_s_error_where_it_is_known(monkeypatch):
+    """figures/front-<problem>.pdf: a labelled horizontal line at 1 - the trivial predictor's utility (the
+    majority class's accuracy, or the config's utility_floor); none where the utility is unknown."""
+    from dptradeoff.plots import front
+    from dptradeoff.problems import PROBLEMS, resolve
+    from dptradeoff.problems.oracle import Data
+
+    monkeypatch.setattr(front, "save", lambda *args: None)
+    rng = np.random.default_rng(0)
+    data = Data(rng.random((40, 3)), np.r_[np.ones(30), np.zeros(10)], rng.random((20, 3)), np.r_[np.ones(15), np.zeros(5)],
+                "test", "test data")
+    adult = PROBLEMS["adult-logreg-sgd"]
+    assert front.trivial_predictor(adult, data) == (0.75, "majority class / trivial predictor")   # label 1 on 15 of 20
+    assert front.trivial_predictor(adult, data, 0.6) == (0.6, "trivial predictor (utility_floor)")
+    own = resolve("gaussian-mean", {"oracle": str(Path(__file__).parent / "user_problems" / "gaussian_mean.py"),
+                                    "domain": {"sigma": {"low": 0.001, "high": 1.0}, "clip": {"low": 0.1, "high": 1.0}}})
+    assert front.trivial_predictor(own, None) is None
+
+    evals = {m: evaluations(30, i, m).assign(error=lambda f: 1 - f["utility"]) for i, m in enumerate(["random", "dpareto"])}
+    fig = front.front_figure("adult-logreg-sgd", "accuracy", evals, [], "unused.pdf", "test config",
+                             front.trivial_predictor(adult, data))
+    ax = fig.axes[0]
+    line = next(line for line in ax.get_lines() if line.get_label().startswith("majority class / trivial predictor"))
+    assert np.allclose(line.get_ydata(), 0.25) and line.get_label().endswith(": 0.25")
+    assert "majority class / trivial predictor: 0.25" in legend_labels(ax)
+    unknown = front.front_figure("gaussian-mean", "closeness", evals, [], "unused.pdf", "test config", None)
+    assert not [line for line in unknown.axes[0].get_lines() if "trivial" in line.get_label()]

@@ -51,10 +51,11 @@ def test_every_results_figures_and_tables_path_is_written_once_in_paths_py():
 
 
 def test_a_pattern_filled_with_values_is_the_concrete_path():
-    concrete = paths.RunFiles("svt", "bo", 0)
-    values = {"problem": "svt", "chain": "bo", "method": "bo", "run": 0}
+    concrete = paths.RunFiles("svt", "dpareto", 0)
+    values = {"problem": "svt", "chain": "dpareto", "method": "dpareto", "run": 0}
     assert paths.CHAIN_RUN.proposal("{round}").format(round=3, **values) == concrete.proposal(3)
     assert paths.METHOD_RUN.evals("{batch}").format(batch=2, **values) == concrete.evals(2)
     assert paths.CHAIN_RUN.evaluations.format(**values) == concrete.evaluations
-    assert concrete.evaluations == "results/dpareto/svt/bo/0/evaluations.parquet"   # the layout the docs describe
+    assert concrete.evaluations == "results/dpareto/svt/dpareto/0/evaluations.parquet"   # the layout the docs describe
+    assert paths.batch_chain(4) == "dpareto-q4"                                          # DPareto's one name
     assert paths.tables("front-svt") == ["tables/front-svt.csv", "tables/front-svt.md"]

@@ -24,9 +24,9 @@ TINY = {
     "problems": {"svt": {"repeats": 10}},
     "random_sampling": {"points": 4, "points_per_job": 2},
 }
-TARGET = "results/dpareto/svt/bo/0/evaluations.parquet"
-# DPareto's chain (directory bo) and a peer's (botorch: torch's RNG, seeded per round under a lock)
-CHAINS = {"bo": "dpareto", "botorch": "botorch"}
+TARGET = "results/dpareto/svt/dpareto/0/evaluations.parquet"
+# DPareto's chain and a peer's (botorch: torch's RNG, seeded per round under a lock): folder -> its rows' method
+CHAINS = {"dpareto": "dpareto", "botorch": "botorch"}
 
 
 def _config(tmp_path):
@@ -51,7 +51,7 @@ def _chain_outputs(work):
 @pytest.mark.parametrize("chain", CHAINS)
 def test_kill_and_resume_continues_and_matches_an_uninterrupted_run(tmp_path, chain):
     config = _config(tmp_path)
-    target = TARGET.replace("/bo/", f"/{chain}/")
+    target = TARGET.replace("/dpareto/0/", f"/{chain}/0/")
     work = tmp_path / "killed"
     work.mkdir()
     (work / "config").symlink_to(REPO / "config")
@@ -96,18 +96,18 @@ def test_a_damaged_intermediate_file_stops_its_readers_with_one_sentence(tmp_pat
     config = _config(tmp_path)
     work = tmp_path / "work"
     assert snakemake(work, TARGET, "--cores", "1", f"--configfile={config}").returncode == 0
-    damaged = work / "results/dpareto/svt/bo/0/evals/1.parquet"
+    damaged = work / "results/dpareto/svt/dpareto/0/evals/1.parquet"
     times = damaged.stat()
     damaged.write_bytes(damaged.read_bytes()[:100])
     os.utime(damaged, ns=(times.st_atime_ns, times.st_mtime_ns))  # nothing downstream looks outdated
     # the gather (a script job), then a proposal round (a run: rule, in Snakemake's own process)
-    for rerun, log in [(TARGET, "logs/dpareto/svt/bo/0/gather.log"),
-                       ("results/dpareto/svt/bo/0/proposals/2.parquet", "logs/dpareto/svt/bo/0/proposals/2.log")]:
+    for rerun, log in [(TARGET, "logs/dpareto/svt/dpareto/0/gather.log"),
+                       ("results/dpareto/svt/dpareto/0/proposals/2.parquet", "logs/dpareto/svt/dpareto/0/proposals/2.log")]:
         (work / rerun).unlink()
         done = snakemake(work, rerun, "--cores", "1", f"--configfile={config}")
         out = done.stdout + done.stderr
         assert done.returncode != 0
-        sentence = ("results/dpareto/svt/bo/0/evals/1.parquet is not a readable Parquet file (")
+        sentence = ("results/dpareto/svt/dpareto/0/evals/1.parquet is not a readable Parquet file (")
         assert sentence in out and "delete it and rerun the workflow" in out, out[-3000:]
         assert sentence in (work / log).read_text()
         assert "Traceback" not in out and "ArrowInvalid" not in out, out[-3000:]

@@ -70,7 +70,7 @@ def test_the_opacus_example_is_released_from_its_tuning_front(run_snakemake, tmp
     assert json.loads((work / "results/release/opacus-cnn/diagnostics.json").read_text())["trials_run"] >= 1
     assert (work / "figures/release-opacus-cnn.pdf").read_bytes().startswith(b"%PDF")
     # the tuning study saw only the tuning rows
-    chain = (work / "results/dpareto/opacus-cnn-tuning/bo/0/evaluations.parquet")
+    chain = (work / "results/dpareto/opacus-cnn-tuning/dpareto/0/evaluations.parquet")
     assert chain.exists()
 
     # the command releases at another total from the same front, and refuses a total too small

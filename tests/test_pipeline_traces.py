@@ -43,7 +43,7 @@ def test_a_traced_study_runs_end_to_end_at_equal_training_cost(run_snakemake, tm
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
 
     n = len(read_frame(str(work / "results/data/adult/train.parquet")))
-    for chain in ("bo", "optuna-tpe", "random"):
+    for chain in ("dpareto", "optuna-tpe", "random"):
         rows = read_frame(str(work / f"results/dpareto/adult-logreg-sgd/{chain}/0/evaluations.parquet"))
         assert not rows["trace_final"].all(), chain                            # trace rows besides the points
         for _, training in rows.groupby("index"):
@@ -54,7 +54,7 @@ def test_a_traced_study_runs_end_to_end_at_equal_training_cost(run_snakemake, tm
             for _, row in training.iterrows():   # each row's epsilon is the accountant's at its own epochs
                 assert row["epsilon"] == dpsgd.epsilon(n, int(row["lot_size"]), int(row["epochs"]), row["noise"],
                                                        row["delta"])
-    user = read_frame(str(work / "results/dpareto/noisy-steps/bo/0/evaluations.parquet"))
+    user = read_frame(str(work / "results/dpareto/noisy-steps/dpareto/0/evaluations.parquet"))
     assert not user["trace_final"].all() and (user["cost_epochs"] == 1).all()
 
     table2 = read(str(work / "tables/table2.csv"))
@@ -62,7 +62,7 @@ def test_a_traced_study_runs_end_to_end_at_equal_training_cost(run_snakemake, tm
     assert (table2["dpareto_trainings"] == 4 + 3).all() and (table2["dpareto_points"] > 7).all()
     quality = read(str(work / "tables/front_quality.csv"))
     adult = quality[quality["problem"] == "adult-logreg-sgd"].set_index("method")
-    chains = [read_frame(str(work / f"results/dpareto/adult-logreg-sgd/{c}/0/evaluations.parquet")) for c in ("bo", "optuna-tpe")]
+    chains = [read_frame(str(work / f"results/dpareto/adult-logreg-sgd/{c}/0/evaluations.parquet")) for c in ("dpareto", "optuna-tpe")]
     budget = min(spent(c) for c in chains)   # every method, chains too, cut at the cheapest chain's cost
     assert (adult["training_cost"] <= budget).all() and adult["training_cost"].max() == budget
     assert (work / "figures/front_cost.pdf").read_bytes().startswith(b"%PDF")

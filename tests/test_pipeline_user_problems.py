@@ -2,6 +2,7 @@
 point, the front query trained, the per-problem figure and table, and `dptradeoff front`."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,7 +43,7 @@ def test_a_problem_of_your_own_runs_through_random_dpareto_and_the_front_query(r
     done = run_snakemake(work, "all", "--cores", "2", f"--configfile={config}", timeout=1500)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
 
-    chain = read_frame(str(work / "results/dpareto/flaky/bo/0/evaluations.parquet"))
+    chain = read_frame(str(work / "results/dpareto/flaky/dpareto/0/evaluations.parquet"))
     assert len(chain) == 12                                    # 6 initial + 6 BO, though points failed
     random = read_frame(str(work / "results/dpareto/flaky/random/0/evaluations.parquet"))
     failed = random[random["failure"].notna()]
@@ -69,7 +70,7 @@ def test_a_problem_of_your_own_runs_through_random_dpareto_and_the_front_query(r
     assert asked.returncode == 0, asked.stderr
     assert "suggested: clip=" in asked.stdout and "(exact)" in asked.stdout and "not a measurement" in asked.stdout
     missing = _front_cli(work, config, "--problem", "flaky", "--run", "3")
-    assert missing.returncode == 2 and "results/dpareto/flaky/bo/3/evaluations.parquet does not exist" in missing.stderr
+    assert missing.returncode == 2 and "results/dpareto/flaky/dpareto/3/evaluations.parquet does not exist" in missing.stderr
 
 
 def test_a_bad_problem_entry_stops_the_workflow_with_one_sentence(run_snakemake, tmp_path):
@@ -104,7 +105,7 @@ def test_the_opacus_example_config_runs_at_a_smaller_scale(run_snakemake, tmp_pa
     work = tmp_path / "work"
     done = run_snakemake(work, "all", "--cores", "2", "--configfile", str(example), str(override), timeout=1500)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    chain = read_frame(str(work / "results/dpareto/opacus-cnn/bo/0/evaluations.parquet"))
+    chain = read_frame(str(work / "results/dpareto/opacus-cnn/dpareto/0/evaluations.parquet"))
     assert chain["trace_final"].sum() == 5 and chain["failure"].isna().all() and chain["utility"].between(0, 1).all()
     # the default config's epoch traces: a 2-epoch training adds its first epoch as a row (utility_trace)
     for _, training in chain.groupby("index"):
@@ -113,3 +114,37 @@ def test_the_opacus_example_config_runs_at_a_smaller_scale(run_snakemake, tmp_pa
     answer = read_frame(str(work / "results/dpareto/opacus-cnn/query/eps3.parquet")).iloc[0]
     assert answer["epsilon"] <= 3.0 and 0 <= answer["utility"] <= 1 and 0 <= answer["predicted_utility"] <= 1
     assert (work / "figures/front-opacus-cnn.pdf").read_bytes().startswith(b"%PDF")
+
+
+def _planned_chains(out: str) -> dict[str, set[str]]:
+    """{problem: the chains a dry run plans for it} (every chain folder a job of the plan names)."""
+    planned: dict[str, set[str]] = {}
+    for problem, folder in re.findall(r"results/dpareto/([\w-]+)/([\w-]+)/\d+/", out):
+        if folder not in ("random", "uniform", "comparison", "query") and not folder.startswith("grid"):
+            planned.setdefault(problem, set()).add(folder)
+    return planned
+
+
+def test_a_problem_of_your_own_runs_dpareto_alone_unless_it_names_more_methods(run_snakemake, tmp_path):
+    """The README's example gets DPareto beside random sampling, not dpareto.methods' four optimisers
+    (which a built-in problem still runs); problems.<name>.methods adds the peers it names. Dry runs."""
+    config = tmp_path / "mine.yaml"
+    study = {**CONFIG, "dpareto": {**CONFIG["dpareto"], "problems": ["gaussian-mean", "svt"],
+                                   "methods": ["dpareto", "optuna-tpe", "botorch"]}}
+    config.write_text(yaml.safe_dump(study))
+    done = run_snakemake(tmp_path / "work", "all", "-n", f"--configfile={config}")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    assert _planned_chains(out) == {"gaussian-mean": {"dpareto"}, "svt": {"dpareto", "optuna-tpe", "botorch"}}
+    assert re.search(r"^bo_propose\s+24$", out, re.MULTILINE)            # 6 rounds x (1 + 3) chains
+    fig5 = re.search(r"^(?:local)?rule fig5:\n    input: (.*)$", out, re.MULTILINE).group(1)
+    assert "svt/optuna-tpe/" in fig5 and "gaussian-mean/optuna-tpe/" not in fig5
+
+    asked = {**study, "problems": {**study["problems"],
+                                   "gaussian-mean": {**study["problems"]["gaussian-mean"], "methods": ["dpareto", "optuna-gp"]}}}
+    config.write_text(yaml.safe_dump(asked))
+    done = run_snakemake(tmp_path / "work", "all", "-n", f"--configfile={config}")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    assert _planned_chains(out) == {"gaussian-mean": {"dpareto", "optuna-gp"}, "svt": {"dpareto", "optuna-tpe", "botorch"}}
+    assert re.search(r"^bo_propose\s+30$", out, re.MULTILINE)

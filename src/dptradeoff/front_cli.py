@@ -1,4 +1,7 @@
-"""`dptradeoff front`: print a finished study's front, or ask it for hyperparameters (bo.query)."""
+"""`dptradeoff front`: print a finished study's front, or ask it for hyperparameters (bo.query). The front
+and the best evaluated points are those of every evaluation of the problem's study (`study.evaluation_files`:
+its random runs, the chains of every method it ran, grids), each with the method that found it; the GPs of a
+query are fitted to the DPareto chain, as the `query` rule's."""
 from __future__ import annotations
 
 import math
@@ -8,7 +11,8 @@ from . import UserError, paths
 from .config import load
 from .problems import definition, resolve
 from .problems.evaluate import load_data
-from .problems.tables import read_frame
+from .problems.tables import read_frame, succeeded
+from .study import evaluation_files, every_point
 
 GUARANTEE = ("epsilon: computed by the problem's privacy oracle at its delta (a guarantee, as far as the oracle is "
              "correct); utility: a GP prediction, not a guarantee and not a measurement")
@@ -17,10 +21,31 @@ GUARANTEE = ("epsilon: computed by the problem's privacy oracle at its delta (a 
 def load_chain(config: dict, name: str, run: int):
     """The problem (as the config defines it), its chain's evaluations and its prepared data."""
     problem = resolve(name, definition(config, name), config["privacy"]["conversion"])
-    path = paths.RunFiles(name, "bo", run).evaluations
+    path = paths.RunFiles(name, paths.DPARETO, run).evaluations
     if not os.path.exists(path):
         raise UserError(f"{path} does not exist; run `snakemake --cores 2 {path}` (with the study's --configfile) first.")
     return problem, read_frame(path), load_data(problem)
+
+
+def load_study(config: dict, name: str, run: int) -> tuple[dict, list[str]]:
+    """({method: its rows} of the study's evaluation files of run `run` that exist, [those not built])."""
+    files = evaluation_files(config, name, run)
+    return ({m: read_frame(f) for m, f in files.items() if os.path.exists(f)},
+            [f for f in files.values() if not os.path.exists(f)])
+
+
+def best_evaluated(evals, kind: str, target: float, names) -> dict:
+    """The evaluated point that best meets the question (as bo.query's): the highest utility with epsilon <=
+    target, or the smallest epsilon with utility >= target; {} when none does."""
+    ok = succeeded(evals)
+    if kind == "eps":
+        meeting = ok[ok["epsilon"] <= target].sort_values("utility", ascending=False, kind="stable")
+    else:
+        meeting = ok[ok["utility"] >= target].sort_values("epsilon", kind="stable")
+    if meeting.empty:
+        return {}
+    row = meeting.iloc[0]
+    return {k: row[k] for k in [*names, "epsilon", "utility", "method", "index"] if k in row}
 
 
 def _format(value) -> str:
@@ -39,10 +64,17 @@ def front(args) -> None:
 
     config = load(args.configfile)
     problem, evals, data = load_chain(config, args.problem, args.run)
+    frames, missing = load_study(config, args.problem, args.run)
+    everything = every_point(frames)
+    counts = everything["method"].value_counts(sort=False)
+    found = ", ".join(f"{m} {counts[m]}" for m in dict.fromkeys(everything["method"]))
+    if missing:
+        print(f"Not built, left out: {', '.join(missing)}.")
     if args.epsilon is None and args.utility is None:
-        table = pareto_front(problem, evals)
-        print(f"Pareto front of {problem.name} (DPareto chain run {args.run}, {len(evals)} evaluations; "
-              f"epsilon at delta={problem.delta:g}, {problem.utility} = mean of the measured replications):")
+        table = pareto_front(problem, everything)
+        print(f"Pareto front of {problem.name} (every evaluated point of run {args.run}, {len(everything)} evaluations: "
+              f"{found}; method: the one that found the point; epsilon at delta={problem.delta:g}, {problem.utility} = "
+              f"mean of the measured replications):")
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         return
     kind, target = ("eps", args.epsilon) if args.epsilon is not None else ("utility", args.utility)
@@ -58,9 +90,11 @@ def front(args) -> None:
     else:
         _print_point("suggested", answer.point)
         print(f"  epsilon {answer.epsilon:.4g} (exact); predicted {problem.utility} {answer.predicted_utility:.4f} "
-              f"+- {answer.predicted_sd:.4f} (GP, not a measurement)")
+              f"+- {answer.predicted_sd:.4f} (GP, not a measurement; sd of a mean of R trainings); one training: {answer.interval_text()}")
         _print_point("nearest evaluated point", answer.nearest)
-    if answer.best_evaluated:
-        _print_point(f"best evaluated point with {answer.question} (measured)", answer.best_evaluated)
+    best = best_evaluated(everything, kind, float(target), problem.names)
+    if best:
+        _print_point(f"best evaluated point with {answer.question} (measured; of {len(everything)} evaluations: "
+                     f"{found})", best)
     else:
         print(f"No evaluated point meets {answer.question}.")

@@ -1,7 +1,7 @@
 """Where the pipeline's files are: every path under results/, figures/ and tables/ that the rules,
 the scripts and the library name, written here once. Each is a function or an object whose fields
 are the path's parts: given Snakemake wildcards ("{problem}") it is a rule's pattern, given values
-a concrete path (`RunFiles("svt", "bo").evaluations`)."""
+a concrete path (`RunFiles("svt", "dpareto").evaluations`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,6 +15,14 @@ def data(dataset: str, part: str, data_dir: str = DATA_DIR) -> str:
     return f"{data_dir}/{dataset}/{part}.parquet"
 
 
+DPARETO = "dpareto"   # DPareto's one name: the config's method, its chain's folder, its rows' `method`
+
+
+def batch_chain(q: int | str) -> str:
+    """The folder of the DPareto chain with q points per round (the batch comparison)."""
+    return f"{DPARETO}-q{q}"
+
+
 def study(problem: str) -> str:
     """The folder of one problem's DPareto study: its methods' runs and its front queries."""
     return f"results/dpareto/{problem}"
@@ -22,11 +30,12 @@ def study(problem: str) -> str:
 
 @dataclass(frozen=True)
 class RunFiles:
-    """The files of one run of a study's method on a problem. `method` is the folder's name: random,
-    uniform, comparison (Table 2's sample), grid<k>, or a chain: bo (DPareto), bo-q<q>, a peer's name.
-    A sampling method or grid writes its `points` once and evaluates them in batches; a chain starts
-    from its `initial` points and evaluates each `proposal` point by point. `evals(n)` is batch n or
-    point n, and `evaluations` all of them gathered."""
+    """The files of one run of a study's method on a problem. `method` is the folder's name, the
+    method's own: random, uniform, comparison (Table 2's sample), grid<k>, or a chain: dpareto,
+    dpareto-q<q> (`batch_chain`), a peer's name (optuna-tpe, optuna-gp, botorch). A sampling method
+    or grid writes its `points` once and evaluates them in batches; a chain starts from its
+    `initial` points and evaluates each `proposal` point by point. `evals(n)` is batch n or point n,
+    and `evaluations` all of them gathered. `bo`, the DPareto folder's former name, names dpareto."""
     problem: str
     method: str
     run: int | str = 0

@@ -7,6 +7,7 @@ from dptradeoff.data.sources import file_specs
 from dptradeoff.problems.batches import Batches
 from dptradeoff.problems.traces import TraceSettings
 from dptradeoff.stats.ttest import PAPER_TABLE2
+from dptradeoff import study
 
 
 def config_label():
@@ -81,7 +82,7 @@ def method_points(problem, method):
 
 def sampling_methods():
     """The random-sampling runs of every DPareto problem: the paper's distributions, and uniform."""
-    return ["random"] + (["uniform"] if config["random_sampling"]["uniform"] else [])
+    return study.sampling_methods(config)
 
 
 def comparison_part_size():
@@ -99,29 +100,33 @@ def initial_batches(wildcards):
 
 
 def chain_batch_size(chain):
-    """q of a chain: `bo-q<q>` uses q, DPareto's `bo` and the peers' chains dpareto.batch_size."""
-    return int(chain[len("bo-q"):]) if chain.startswith("bo-q") else config["dpareto"]["batch_size"]
+    """q of a chain: `dpareto-q<q>` uses q, DPareto's `dpareto` and the peers' chains dpareto.batch_size."""
+    batch = paths.batch_chain("")
+    return int(chain[len(batch):]) if chain.startswith(batch) else config["dpareto"]["batch_size"]
 
 
-def chain_of(method):
-    """The chain directory of a `dpareto.methods` entry: `bo` for DPareto (its paths predate the peers)."""
-    return "bo" if method == "dpareto" else method
+def problem_methods(problem):
+    """The chains the study runs on a problem (each folder named as its method): problems.<name>.methods,
+    else DPareto alone for a problem of your own, else dpareto.methods (dptradeoff.study)."""
+    return study.problem_methods(config, problem)
 
 
-def chain_methods():
-    """The chains every DPareto problem runs (`dpareto.methods`), as directory names."""
-    return [chain_of(m) for m in config["dpareto"]["methods"]]
+def study_evaluations():
+    """{method: {problem: its run 0's evaluations}} of every method some study problem runs: the chains,
+    then the sampling baselines; a problem appears under the methods it runs only."""
+    problems = config["dpareto"]["problems"]
+    return {method: {p: paths.RunFiles(p, method).evaluations for p in problems
+                     if method in problem_methods(p) + sampling_methods()}
+            for method in study.study_methods(config, problems)}
 
 
 def method_evaluations():
-    """Every chain's and sampling baseline's gathered evaluations, per problem, as named inputs (a
-    method's name with - as _)."""
-    return {method.replace("-", "_"): [paths.RunFiles(p, chain_of(method)).evaluations for p in config["dpareto"]["problems"]]
-            for method in config["dpareto"]["methods"] + sampling_methods()}
+    """The files of `study_evaluations` as named inputs (a method's name with - as _)."""
+    return {method.replace("-", "_"): list(files.values()) for method, files in study_evaluations().items()}
 
 
 def chain_method(chain):
-    """The object that proposes a chain's rounds: DPareto (`bo`, `bo-q<q>`) or a peer optimiser."""
+    """The object that proposes a chain's rounds: DPareto (`dpareto`, `dpareto-q<q>`) or a peer optimiser."""
     return PEERS[chain] if chain in PEERS else DPareto(bo_settings())
 
 
@@ -163,7 +168,7 @@ def chain_evaluations(wildcards):
     return [chain_run(wildcards).evals(i) for i in range(config["dpareto"]["iterations"])]
 
 
-def chain_files(problem, chain="bo", run=0):
+def chain_files(problem, chain=paths.DPARETO, run=0):
     files = paths.RunFiles(problem, chain, run)
     return {
         "initial": files.initial,
@@ -173,19 +178,16 @@ def chain_files(problem, chain="bo", run=0):
 
 
 def batch_chain():
-    return f"bo-q{config['statistics']['batch_comparison']['batch_size']}"
+    return paths.batch_chain(config["statistics"]["batch_comparison"]["batch_size"])
 
 
 # A problem's study and what reads it.
 def problem_study_files(problem):
-    """Every evaluation file of one problem's DPareto study: sampling runs, chains, grids, Table 2's sample."""
-    runs = range(config["dpareto"]["runs"])
-    files = [paths.RunFiles(problem, method, run).evaluations for method in sampling_methods() + chain_methods()
-             for run in runs]
-    files += [paths.RunFiles(problem, f"grid{k}").evaluations for k in problem_settings(problem).get("grids", [])]
-    if problem in table2_problems():
-        files.append(paths.RunFiles(problem, "comparison").evaluations)
-    return files
+    """Every evaluation file of one problem's DPareto study: sampling runs and the problem's chains (every
+    run), grids, Table 2's sample."""
+    runs = [study.runs_of(config, problem, run) for run in range(config["dpareto"]["runs"])]
+    files = [files[method] for method in runs[0] for files in runs]
+    return files + list(study.other_files(config, problem).values())
 
 
 def first_runs(problem, methods):
@@ -196,8 +198,8 @@ def first_runs(problem, methods):
 def front_quality_files(problem):
     """The evaluation files the front-quality table reads for one problem: chains (and their proposals),
     sampling runs, and the rest of its study (grids, Table 2's sample) for the reference front."""
-    chains = {m: chain_files(problem, chain_of(m))["evaluations"] for m in config["dpareto"]["methods"]}
-    proposals = {m: chain_files(problem, chain_of(m))["proposals"] for m in config["dpareto"]["methods"]}
+    chains = {m: chain_files(problem, m)["evaluations"] for m in problem_methods(problem)}
+    proposals = {m: chain_files(problem, m)["proposals"] for m in problem_methods(problem)}
     sampling = first_runs(problem, sampling_methods())
     others = [f for f in problem_study_files(problem) if f not in set(chains.values()) | set(sampling.values())]
     return {"chains": chains, "proposals": proposals, "sampling": sampling, "others": others}
@@ -228,9 +230,15 @@ def query_files(problem):
             for key, kind in (("epsilon", "eps"), ("utility", "utility")) for t in queries.get(key, [])]
 
 
+def front_evaluations(problem):
+    """{method: evaluations file} the front figure and table show: run 0 of the problem's sampling runs and
+    chains, its grids and Table 2's sample (dptradeoff.study, as `dptradeoff front`)."""
+    return study.evaluation_files(config, problem)
+
+
 def front_inputs(wildcards):
-    return {**first_runs(wildcards.problem, sampling_methods() + chain_methods()),
-            "queries": query_files(wildcards.problem)}
+    return {**front_evaluations(wildcards.problem), "queries": query_files(wildcards.problem),
+            "data": problem_data(wildcards.problem)}
 
 
 # Papers 004 and 002: the rows and runs of their tables and figures.
@@ -273,5 +281,5 @@ def release_settings(wildcards):
 def release_inputs(wildcards):
     settings = release_settings(wildcards)
     tuning = settings.tuning_problem
-    return {"tuning": paths.RunFiles(tuning, "bo", 0).evaluations,
+    return {"tuning": paths.RunFiles(tuning, paths.DPARETO, 0).evaluations,
             "data": sorted(set(problem_data(settings.problem) + problem_data(tuning)))}

@@ -1,9 +1,9 @@
 # The DPareto chain, per problem and run: the first k0 points of the random run are the shared
 # initial points; proposal r is computed from every evaluation before it (not only the last:
 # a single-predecessor chain of 256 overflows Python's recursion limit when the DAG is built),
-# and its q points are evaluated one job each, so a batch runs in parallel. The chain `bo` uses
-# dpareto.batch_size; `bo-q<q>` is the same chain with q points per round (batch comparison). The
-# peers (dpareto.methods: optuna-tpe, optuna-gp, botorch) run the same chain under their own names.
+# and its q points are evaluated one job each, so a batch runs in parallel. The chain `dpareto` uses
+# dpareto.batch_size; `dpareto-q<q>` is the same chain with q points per round (batch comparison). The
+# peers (optuna-tpe, optuna-gp, botorch: a problem's methods, common.smk) run the same chain under their own names.
 from dptradeoff.bo import chain_round
 
 

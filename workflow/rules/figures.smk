@@ -50,7 +50,7 @@ rule fig5:
         report(paths.figure("fig5"), caption="../report/fig5.rst", category="Figures"),
     params:
         problems=config["dpareto"]["problems"],
-        methods=config["dpareto"]["methods"] + sampling_methods(),
+        evaluations=study_evaluations(),
         definitions={p: problem_definition(p) for p in config["dpareto"]["problems"]},
         utility_floors={p: problem_settings(p).get("utility_floor") for p in config["dpareto"]["problems"]},
         metrics=METRIC_SETTINGS,
@@ -74,7 +74,7 @@ rule front_cost:
         report(paths.figure("front_cost"), caption="../report/front_cost.rst", category="Figures"),
     params:
         problems=config["dpareto"]["problems"],
-        methods=config["dpareto"]["methods"] + sampling_methods(),
+        evaluations=study_evaluations(),
         definitions={p: problem_definition(p) for p in config["dpareto"]["problems"]},
         utility_floors={p: problem_settings(p).get("utility_floor") for p in config["dpareto"]["problems"]},
         metrics=METRIC_SETTINGS,
@@ -90,7 +90,7 @@ rule front_cost:
 
 rule fig6:
     input:
-        bo=[paths.RunFiles(p, "bo").evaluations for p in grid_problems()],
+        dpareto=[paths.RunFiles(p, paths.DPARETO).evaluations for p in grid_problems()],
         grids=[paths.RunFiles(p, f"grid{k}").evaluations for p, ks in grid_problems().items() for k in ks],
     output:
         report(paths.figure("fig6"), caption="../report/fig6.rst", category="Figures"),
@@ -108,7 +108,7 @@ rule fig6:
 
 rule fig_fronts:
     input:
-        bo=lambda wildcards: [paths.RunFiles(p, "bo").evaluations for p in figure_problems(wildcards.n)],
+        dpareto=lambda wildcards: [paths.RunFiles(p, paths.DPARETO).evaluations for p in figure_problems(wildcards.n)],
     output:
         report(paths.figure("fig{n}"), caption="../report/fig_fronts.rst", category="Figures"),
     wildcard_constraints:

@@ -1,6 +1,7 @@
 # Asking a finished study's front (README, "Characterise your own algorithm"): per problem, the
 # answers to its configured queries (problems.<name>.queries), each suggestion trained R times, and
-# a figure and table of the front with the answers.
+# a figure and table of the front of every point its study evaluated (dptradeoff.study, as
+# `dptradeoff front`) with the answers and the trivial predictor's error.
 
 
 rule query:
@@ -42,7 +43,8 @@ rule front_report:
         md=paths.table("front-{problem}", "md"),
     params:
         problem=lambda wildcards: problem_definition(wildcards.problem),
-        methods=sampling_methods() + chain_methods(),
+        evaluations=lambda wildcards: front_evaluations(wildcards.problem),
+        utility_floor=lambda wildcards: problem_settings(wildcards.problem).get("utility_floor"),
         config_label=config_label(),
     localrule: True
     log:

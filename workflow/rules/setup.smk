@@ -46,7 +46,7 @@ wildcard_constraints:
     run=r"0|[1-9]\d*",
     batch=r"0|[1-9]\d*",
     round=r"0|[1-9]\d*",
-    chain=r"bo|bo-q[1-9]\d*|" + "|".join(re.escape(name) for name in PEERS),
+    chain="|".join([re.escape(paths.DPARETO), re.escape(paths.batch_chain("")) + r"[1-9]\d*", *map(re.escape, PEERS)]),
     i=r"0|[1-9]\d*",
     k=r"[1-9]\d*",
     problem="|".join(re.escape(name) for name in KNOWN_PROBLEMS),

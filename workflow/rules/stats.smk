@@ -3,7 +3,7 @@
 
 rule table2:
     input:
-        bo=lambda wildcards: [paths.RunFiles(p, "bo").evaluations for p in table2_problems()],
+        dpareto=lambda wildcards: [paths.RunFiles(p, paths.DPARETO).evaluations for p in table2_problems()],
         comparison=lambda wildcards: [paths.RunFiles(p, "comparison").evaluations for p in table2_problems()],
         data=lambda wildcards: sorted({f for p in table2_problems() for f in problem_data(p)}),
     output:
@@ -37,7 +37,7 @@ rule overhead_table:
     params:
         problems=config["dpareto"]["problems"],
         study_files=[len(problem_study_files(p)) for p in config["dpareto"]["problems"]],
-        rounds=bo_rounds("bo"),
+        rounds=bo_rounds(paths.DPARETO),
         config_label=config_label(),
     localrule: True
     log:
@@ -50,8 +50,8 @@ rule overhead_table:
 
 rule batch_vs_sequential:
     input:
-        sequential=lambda wildcards: [chain_files(config["statistics"]["batch_comparison"]["problem"], "bo")[k] for k in ("initial", "evaluations")]
-        + chain_files(config["statistics"]["batch_comparison"]["problem"], "bo")["proposals"],
+        sequential=lambda wildcards: [chain_files(config["statistics"]["batch_comparison"]["problem"])[k] for k in ("initial", "evaluations")]
+        + chain_files(config["statistics"]["batch_comparison"]["problem"])["proposals"],
         batch=lambda wildcards: [chain_files(config["statistics"]["batch_comparison"]["problem"], batch_chain())[k] for k in ("initial", "evaluations")]
         + chain_files(config["statistics"]["batch_comparison"]["problem"], batch_chain())["proposals"],
     output:
@@ -59,7 +59,7 @@ rule batch_vs_sequential:
         md=paths.table("batch_vs_sequential", "md"),
         figure=report(paths.figure("batch_vs_sequential"), caption="../report/batch.rst", category="Figures"),
     params:
-        sequential_q=chain_batch_size("bo"),
+        sequential_q=chain_batch_size(paths.DPARETO),
         batch_q=config["statistics"]["batch_comparison"]["batch_size"],
         config_label=config_label(),
     localrule: True
@@ -76,7 +76,7 @@ rule batch_vs_sequential:
 rule front_quality:
     input:
         study=lambda wildcards: [f for p in config["dpareto"]["problems"] for f in problem_study_files(p)],
-        proposals=lambda wildcards: [f for p in config["dpareto"]["problems"] for c in chain_methods()
+        proposals=lambda wildcards: [f for p in config["dpareto"]["problems"] for c in problem_methods(p)
                                      for f in chain_files(p, c)["proposals"]],
         data=lambda wildcards: sorted({f for p in config["dpareto"]["problems"] for f in problem_data(p)}),
     output:

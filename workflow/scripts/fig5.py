@@ -6,7 +6,8 @@ from dptradeoff.workflow_support import rule_context
 
 with rule_context(snakemake):
     p, i = snakemake.params, snakemake.input
-    methods = {method: {problem: read_frame(f) for problem, f in zip(p.problems, i[method.replace("-", "_")])} for method in p.methods}
+    # method -> problem -> evaluations, for the problems that run the method only (dptradeoff.study)
+    methods = {method: {problem: read_frame(f) for problem, f in files.items()} for method, files in p.evaluations.items()}
     comparison = read_frame(i.comparison[0]) if i.comparison else None
     metrics = {problem: p.metrics.metrics(error_floor(resolve(problem, p.definitions[problem]), p.utility_floors[problem]))
                for problem in p.problems}

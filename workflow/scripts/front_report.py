@@ -1,5 +1,6 @@
-from dptradeoff.plots.front import front_figure, front_table
+from dptradeoff.plots.front import front_figure, front_table, trivial_predictor
 from dptradeoff.problems import resolve
+from dptradeoff.problems.evaluate import load_data
 from dptradeoff.problems.tables import read_frame
 from dptradeoff.stats.tables import write
 from dptradeoff.workflow_support import rule_context
@@ -7,10 +8,14 @@ from dptradeoff.workflow_support import rule_context
 with rule_context(snakemake):
     w, p, i = snakemake.wildcards, snakemake.params, snakemake.input
     problem = resolve(w.problem, p.problem)
-    evaluations = {method: read_frame(i[method]) for method in p.methods}
+    evaluations = {method: read_frame(path) for method, path in p.evaluations.items()}
     queries = [read_frame(path) for path in i.queries]
-    front_figure(w.problem, problem.utility, evaluations, queries, snakemake.output.figure, p.config_label)
+    trivial = trivial_predictor(problem, load_data(problem), p.utility_floor)
+    front_figure(w.problem, problem.utility, evaluations, queries, snakemake.output.figure, p.config_label, trivial)
+    floor = (f" The {trivial[1]}'s utility is {trivial[0]:.4g} (error {1 - trivial[0]:.4g}): a front point is worth "
+             f"having only below that error." if trivial else " The trivial predictor's utility is not known.")
     write(front_table(problem, evaluations, queries), snakemake.output.csv, snakemake.output.md,
-          f"{w.problem}: the front of every evaluated point (epsilon exact, utility the mean of the measured "
-          f"replications), then the query answers (predicted_utility: GP prediction, not a guarantee; utility: "
-          f"measured by training the suggestion). Config: {p.config_label}.")
+          f"{w.problem}: the front of every evaluated point ({', '.join(evaluations)}; method: the one that found the "
+          f"point; epsilon exact, utility the mean of the measured replications), then the query answers "
+          f"(predicted_utility: GP prediction, not a guarantee; utility: measured by training the suggestion).{floor} "
+          f"Config: {p.config_label}.")

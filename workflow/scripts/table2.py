@@ -8,7 +8,7 @@ from dptradeoff.workflow_support import rule_context
 with rule_context(snakemake):
     p = snakemake.params
     runs, metrics, floors = {}, {}, {}
-    for problem, bo_path, random_path in zip(p.problems, snakemake.input.bo, snakemake.input.comparison):
+    for problem, bo_path, random_path in zip(p.problems, snakemake.input.dpareto, snakemake.input.comparison):
         runs[problem] = (read_frame(bo_path), read_frame(random_path))
         floors[problem] = error_floor(resolve(problem, p.definitions[problem]), p.utility_floors[problem])
         metrics[problem] = p.metrics.metrics(floors[problem])

@@ -15,6 +15,15 @@ they improve it). Only the utility GP is fitted where an exact model exists (a f
 round's, to the chain's successful evaluations); otherwise the privacy GP's mean ranks candidates
 and the oracle is called in rank order. One seed rule serves the `query` rule and `dptradeoff front`
 (`query_rng`): the same question on the same chain gets the same answer.
+
+An answer carries a *predictive interval for one new training* of the suggestion at a nominal level
+(`INTERVAL_LEVEL`, 90 %): where one more training of the point will land, replication noise
+included (`FrontQuery.interval`, its formula there). The GP fits the mean of R replications, so
+its own sd (`predicted_sd`, latent + the noise of an R-replication mean) is too narrow for a single
+training wherever that training's noise dominates (a user's answer of 0.800 +- 0.006 whose ten
+retrainings gave 0.793 +- 0.024). The interval is the GP's, not a guarantee:
+`benchmarks/query_coverage.py` measures its coverage (default adult chains, 37 answers: 0.90 of
+single retrainings inside at nominal 0.90, against 0.80 inside +- z_0.95 predicted_sd).
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from ..bo.pareto import pareto_mask
 from ..problems.evaluate import epsilon as exact_epsilon, training_rows
@@ -31,8 +41,9 @@ from ..problems.problem import Problem
 from ..problems.tables import succeeded
 from ..seeds import rng as derived_rng
 from . import exact_privacy
-from .propose import Settings, Surrogates, fit_surrogates
-from .transforms import error_from_gp
+from .gp import Posterior, matern52
+from .propose import Settings, Surrogates, fit_surrogates, gp_rows
+from .transforms import error_from_gp, error_to_gp
 
 SEARCH_FACTOR = 4
 LOCAL_SCALES = (0.1, 0.03, 0.01, 0.003, 0.001)
@@ -40,6 +51,11 @@ LOCAL_TRIES = 500
 LOCAL_REPEATS = 4              # per scale, while a repeat improves the answer
 RANKING_MARGIN = 0.05          # a candidate whose ranking epsilon exceeds the target by more is not checked
 EXACT_CHECKS = 64              # oracle calls per step of the search, at most
+INTERVAL_LEVEL = 0.9           # nominal level of an answer's predictive interval for one training
+INTERVAL_LABEL = "predictive interval for one training (GP, not a guarantee)"
+PRIOR_DOF = 1.0                # degrees of freedom of each shrinkage stage of ReplicationNoise
+MIN_CALIBRATION = 5            # trainings the acquisition chose, at least, for the one-step-ahead inflation
+LEVEL_BANDWIDTH = 0.1          # logit(error): how near in error a row's replications count (ReplicationNoise)
 
 
 @dataclass
@@ -48,16 +64,29 @@ class Answer:
     point: dict | None          # None: no candidate met the constraint
     epsilon: float = math.nan   # exact, from the problem's privacy oracle
     predicted_utility: float = math.nan
-    predicted_sd: float = math.nan  # sd of a new measurement's utility by the GP (latent + observation noise)
+    # sd of the GP's prediction of an R-replication MEAN's utility (latent + the GP's observation noise,
+    # which it fitted to means of R trainings): NOT the spread of one training; see interval_*
+    predicted_sd: float = math.nan
     nearest: dict = field(default_factory=dict)         # the evaluated point nearest the suggestion
     best_evaluated: dict = field(default_factory=dict)  # the evaluated point that best meets the constraint
     exact_epsilons: int = 0     # how many times the privacy oracle ran
+    # the predictive interval for ONE new training's utility at `interval_level` (FrontQuery.interval;
+    # GP, not a guarantee) and that training's predicted sd
+    interval_low: float = math.nan
+    interval_high: float = math.nan
+    interval_level: float = INTERVAL_LEVEL
+    single_sd: float = math.nan
+
+    def interval_text(self) -> str:
+        """The interval for a reader: its bounds, its level and what it is."""
+        return f"[{self.interval_low:.4f}, {self.interval_high:.4f}], the {self.interval_level:.0%} {INTERVAL_LABEL}"
 
     def row(self) -> dict:
         """One flat row: the suggestion, then nearest_* and evaluated_* columns."""
         out = {"question": self.question, **(self.point or {}), "epsilon": self.epsilon,
                "predicted_utility": self.predicted_utility, "predicted_sd": self.predicted_sd,
-               "exact_epsilons": self.exact_epsilons}
+               "single_sd": self.single_sd, "interval_low": self.interval_low, "interval_high": self.interval_high,
+               "interval_level": self.interval_level, "exact_epsilons": self.exact_epsilons}
         out.update({f"nearest_{k}": v for k, v in self.nearest.items()})
         out.update({f"evaluated_{k}": v for k, v in self.best_evaluated.items()})
         return out
@@ -73,6 +102,67 @@ def utility_moments(mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.n
     first = (utility * weights).sum(-1)
     second = (utility**2 * weights).sum(-1)
     return first, np.sqrt(np.maximum(second - first**2, 0.0))
+
+
+def single_runs(evals: pd.DataFrame) -> list[np.ndarray]:
+    """Each row's single trainings as logit(error) (the utility GP's output space), from `utility_runs`;
+    a table without them: each row's mean utility, as one run."""
+    runs = evals["utility_runs"] if "utility_runs" in evals else [[u] for u in evals["utility"]]
+    return [error_to_gp(1.0 - np.asarray(r, dtype=float)) for r in runs]
+
+
+class ReplicationNoise:
+    """The variance of ONE training's logit(error) about its point's mean, anywhere in the GP's input box,
+    from the spread of the evaluated points' own replications (`utility_runs`).
+
+    Each row's sample variance s_i^2 over its R_i trainings (R_i - 1 degrees of freedom) is pooled
+    locally, in two stages each shrunk with `PRIOR_DOF` degrees of freedom towards the one before:
+        level(x) = (sum_i l_i (R_i - 1) s_i^2 + PRIOR_DOF s_pool^2) / (sum_i l_i (R_i - 1) + PRIOR_DOF),
+        s^2(x)   = (sum_i k_i l_i (R_i - 1) s_i^2 + PRIOR_DOF level(x)) / (sum_i k_i l_i (R_i - 1) + PRIOR_DOF),
+    l_i = exp(-(m(x) - y_i)^2 / (2 LEVEL_BANDWIDTH^2)) with m(x) the GP's mean at x and y_i row i's
+    logit(error): rows at the error the GP predicts at x; k_i = k(x, x_i), the utility GP's own Matern 5/2
+    correlation: rows near x in hyperparameters; s_pool^2 the chain's pooled variance.
+    Why local: the spread is strongly heteroscedastic and mostly a function of how good the training is
+    (default adult chains, R = 3: logit sd ~0.015 at errors below 0.18, ~0.2 above 0.25, where a
+    training sometimes diverges): one pooled value is several times too wide at a good answer and too
+    narrow at a poor one. Predicting each row's s_i^2 from the other trainings' rows (Gaussian
+    log-likelihood of its replications, summed over the three default adult chains, one stage shrunk
+    to s_pool^2 unless said): pooled 2593, near in hyperparameters only 2521, at the error level only
+    2984, both 3075, both in two stages (this) 3123. Why pooled at all: R = 3 gives a point's own
+    variance 2 degrees of freedom (below a fifth of its mean one time in five). Why not R x the GP's
+    noise variance: it is one value for the whole box, fitted to correlated trace rows (on the adult
+    chains 0.4-0.9 x the pooled replication variance / R). With no row of >= 2 trainings, `fallback`
+    (R x the GP's noise variance) everywhere."""
+
+    def __init__(self, unit: np.ndarray, evals: pd.DataFrame, lengthscales: np.ndarray, fallback: float):
+        runs = single_runs(evals)
+        self.dof = np.array([max(len(r) - 1, 0) for r in runs], dtype=float)
+        self.s2 = np.array([r.var(ddof=1) if len(r) > 1 else 0.0 for r in runs])
+        self.level = error_to_gp(evals["error"].to_numpy(float))
+        self.unit, self.lengthscales = np.asarray(unit, dtype=float), np.asarray(lengthscales, dtype=float)
+        total = self.dof.sum()
+        self.pooled = float((self.dof * self.s2).sum() / total) if total > 0 else float(fallback)
+        self.measured = total > 0
+
+    def at(self, unit: np.ndarray, mean: np.ndarray, exclude: np.ndarray | None = None) -> np.ndarray:
+        """s^2 at each of `unit` (the GP's input box) where the GP's mean logit(error) is `mean`, the rows
+        where `exclude` is True left out."""
+        if not self.measured:
+            return np.full(len(unit), self.pooled)
+        level = np.exp(-0.5 * ((np.asarray(mean, dtype=float)[:, None] - self.level[None, :]) / LEVEL_BANDWIDTH) ** 2)
+        level *= self.dof
+        if exclude is not None:
+            level[:, exclude] = 0.0
+        at_level = (level @ self.s2 + PRIOR_DOF * self.pooled) / (level.sum(axis=1) + PRIOR_DOF)
+        weights = matern52(np.atleast_2d(unit), self.unit, self.lengthscales, 1.0) * level
+        return (weights @ self.s2 + PRIOR_DOF * at_level) / (weights.sum(axis=1) + PRIOR_DOF)
+
+
+def logit_interval(mean, var, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The central `level` interval of utility = 1 - sigmoid(Z), Z ~ N(mean, var) (its quantiles: the
+    transform is monotone)."""
+    half = stats.norm.ppf(0.5 + level / 2) * np.sqrt(np.maximum(var, 0.0))
+    return 1.0 - error_from_gp(np.asarray(mean) + half), 1.0 - error_from_gp(np.asarray(mean) - half)
 
 
 def front(problem: Problem, evals: pd.DataFrame) -> pd.DataFrame:
@@ -109,6 +199,12 @@ class FrontQuery:
         self.ranking = self.model or exact_privacy.GPMean(self.surrogates.privacy, self.scaler)
         self.observed = self.scaler.to_unit(self.evals[problem.names].to_numpy(float))
         self._epsilons: dict[tuple, float] = {}
+        gp = self.surrogates.utility
+        repeats = [len(r) for r in self.evals["utility_runs"]] if "utility_runs" in self.evals else [1]
+        self.repeats = max(1, int(np.median(repeats)))    # R of the means the GP was fitted to
+        self.replication = ReplicationNoise(self.observed, self.evals, gp.lengthscales,
+                                            self.repeats * gp.y_std**2 * gp.noise)
+        self._inflation: dict[float, float] = {}
 
     # -- pieces -------------------------------------------------------------------------------
     def _points(self, unit: np.ndarray) -> np.ndarray:
@@ -125,11 +221,98 @@ class FrontQuery:
         return self._epsilons[key]
 
     def predict(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The mean and sd of a new measurement's utility (the GP's latent uncertainty plus its learned
-        observation noise: what a training of the point is compared with) at hyperparameter points."""
+        """The mean and sd of the utility of a new mean of R trainings (the GP's latent uncertainty plus
+        its learned observation noise, fitted to such means) at hyperparameter points: what answers are
+        ranked by. Not the spread of one training: `interval`."""
         mean, var = self.surrogates.utility.predict(self.scaler.to_unit(points))
         gp = self.surrogates.utility
         return utility_moments(mean, var + gp.y_std**2 * gp.noise)
+
+    # -- the predictive interval for one training -------------------------------------------------
+    @property
+    def misfit(self) -> float:
+        """The part of the GP's observation noise (logit units) that is not replication noise: with a
+        learned noise (`utility_noise: learned`, fitted to R-replication means) what exceeds the pooled
+        replication variance / R, never negative; with `replications`, the learned floor itself."""
+        gp = self.surrogates.utility
+        learned = gp.y_std**2 * gp.noise
+        if not self.replication.measured:   # s^2(x) is then R x this noise: all of it counted as replication
+            return 0.0
+        if self.settings.utility_noise == "replications":
+            return learned
+        return max(learned - self.replication.pooled / self.repeats, 0.0)
+
+    def single_training(self, points: np.ndarray, inflation: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """The GP's latent mean at hyperparameter `points` and the variance of ONE new training's
+        logit(error) there: inflation^2 (latent variance + misfit + s^2(x)), s^2 `ReplicationNoise`'s."""
+        unit = self.scaler.to_unit(points)
+        mean, var = self.surrogates.utility.predict(unit)
+        return mean, inflation**2 * (var + self.misfit + self.replication.at(unit, mean))
+
+    def inflation(self, level: float = INTERVAL_LEVEL) -> float:
+        """The factor c >= 1 on the predictive sd for its `level` intervals to hold where answers are: at
+        points chosen for looking good. Split conformal prediction with normalised scores, the calibration
+        set one step ahead over the chain: each training the acquisition chose (rows of `method` dpareto,
+        at least `MIN_CALIBRATION` of them; else every training after the first 3) is predicted by the GP
+        (the chain's hyperparameters) conditioned on the trainings before it, with s^2(x) from those too;
+        each of its single replications u scores |u - m| / (z sd), sd the predictive sd at c = 1 and z the
+        normal quantile of `level`; c is the ceil((n + 1) level)-th smallest of the n scores, at least 1
+        (the calibration set is a few dozen replications where the acquisition looked: it may widen the
+        GP's interval, never narrow it).
+        Why one step ahead on the acquisition's trainings: an answer is the GP's best-looking point under
+        a constraint, where its mean is optimistic (the winner's curse), and so was every point the
+        acquisition chose, before it was trained; leave-one-out residuals over the whole chain (measured,
+        not kept) are mostly at points the GP did not select, and widened less than the misses needed.
+        Why the whole variance is scaled (not only the GP's part): where one training's noise dominates,
+        a factor on the small latent variance alone is set by the tail of a few noisy replications (median
+        c 2.6 and 4.3 over the synthetic chains of tests/test_query_intervals.py, 1.1 and 1.3 scaling the
+        whole variance)."""
+        if level not in self._inflation:
+            self._inflation[level] = self._one_step_ahead(level)
+        return self._inflation[level]
+
+    def _one_step_ahead(self, level: float) -> float:
+        gp = self.surrogates.utility
+        rows = gp_rows(self.evals, self.settings.gp_points)     # the GP's rows; labels: positions in self.evals
+        if len(rows) != len(gp.x) or "index" not in self.evals:
+            return 1.0
+        trainings = self.evals["index"].to_numpy()
+        order = trainings[rows.index.to_numpy()]
+        runs = single_runs(rows)
+        chosen = np.unique(self.evals.loc[self.evals["method"] == "dpareto", "index"]) if "method" in self.evals else []
+        if len(chosen) < MIN_CALIBRATION:
+            chosen = np.unique(trainings)[3:]
+        z2 = stats.norm.ppf(0.5 + level / 2) ** 2
+        needed = []
+        for g in chosen:
+            before = order < g
+            own = np.flatnonzero(order == g)
+            if before.sum() < 3 or not len(own) or not len(runs[own[-1]]):
+                continue
+            own = own[-1]                                     # the training's own point (a trace's last row)
+            fixed = None if gp.fixed_noise is None else gp.fixed_noise[before]
+            earlier = Posterior(gp.x[before], gp.y[before], gp.lengthscales, gp.variance, gp.noise, gp.y_mean,
+                                gp.y_std, fixed)
+            mean, var = earlier.predict(gp.x[own][None])
+            s2 = self.replication.at(gp.x[own][None], mean, exclude=trainings >= g)[0]
+            needed.extend(((runs[own] - mean[0]) ** 2 / (z2 * (var[0] + self.misfit + s2))).tolist())
+        if not needed:
+            return 1.0
+        rank = min(math.ceil((len(needed) + 1) * level), len(needed))   # the conformal quantile's rank
+        return float(np.sqrt(max(1.0, np.sort(needed)[rank - 1])))
+
+    def interval(self, points: np.ndarray, level: float = INTERVAL_LEVEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The central `level` predictive interval for ONE new training's utility at hyperparameter
+        `points`, and that training's predicted sd (GP, not a guarantee). In the GP's logit(error)
+        space one training is N(m(x), v(x)) with
+            v(x) = c^2 (var_f(x) + misfit + s^2(x)),
+        m and var_f the GP's latent mean and variance, misfit its observation noise beyond replication
+        noise (`misfit`), s^2(x) one training's replication variance near x (`ReplicationNoise`), c the
+        one-step-ahead conformal factor (`inflation`); the bounds are N's quantiles mapped through
+        utility = 1 - sigmoid (exact, the map is monotone, so the interval is not symmetric)."""
+        mean, var = self.single_training(points, self.inflation(level))
+        low, high = logit_interval(mean, var, level)
+        return low, high, utility_moments(mean, var)[1]
 
     def _candidates(self) -> np.ndarray:
         box = self.scaler.upper - self.scaler.lower
@@ -152,8 +335,10 @@ class FrontQuery:
         distances = np.linalg.norm(self.observed - self.scaler.to_unit(point[None, :]), axis=1)
         near = self.evals.iloc[int(np.argmin(distances))]
         nearest = {k: near[k] for k in [*self.problem.names, "epsilon", "utility", "index"]}
+        low, high, single = self.interval(point[None, :])
         return Answer(question, self._as_dict(point), self.epsilon(point), float(utility[0]), float(sd[0]),
-                      nearest, evaluated, len(self._epsilons))
+                      nearest, evaluated, len(self._epsilons), float(low[0]), float(high[0]), INTERVAL_LEVEL,
+                      float(single[0]))
 
     def _refine(self, best: np.ndarray, step) -> np.ndarray:
         """Local perturbations around `best` at each of LOCAL_SCALES, repeated while they improve it;

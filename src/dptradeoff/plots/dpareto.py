@@ -35,9 +35,10 @@ def fig5(methods: dict[str, dict[str, pd.DataFrame]], comparison: pd.DataFrame |
          metrics: dict[str, list], out: str, config: str) -> None:
     """One row per front metric (`metrics`: problem -> its metrics, hypervolume-like ones drawn), one column
     per problem: the metric against evaluations for every method (`methods`: method -> problem -> evaluations,
-    chains and sampling baselines); last row: MLP2 fronts of every method, and adult LogReg+SGD: DPareto's
-    k points against the first FIG5_RANDOM_POINTS points of the large random sample."""
-    problems = list(next(iter(methods.values())))
+    chains and sampling baselines; a problem absent under a method does not run it); last row: MLP2 fronts of
+    every method, and adult LogReg+SGD: DPareto's k points against the first FIG5_RANDOM_POINTS points of the
+    large random sample."""
+    problems = list(metrics)
     drawn = {p: [m for m in metrics[p] if m.higher_is_better] for p in problems}
     rows = max(len(m) for m in drawn.values())
     fig, axes = plt.subplots(rows + 1, max(len(problems), 2), figsize=(4 * max(len(problems), 2), 3.2 * (rows + 1)),
@@ -46,6 +47,8 @@ def fig5(methods: dict[str, dict[str, pd.DataFrame]], comparison: pd.DataFrame |
         for row, metric in enumerate(drawn[problem]):
             ax = axes[row, column]
             for method, frames in methods.items():
+                if problem not in frames:
+                    continue
                 color, style, label = METHOD_STYLES.get(method, ("C9", "-", method))
                 curve = per_training(frames[problem], metric)
                 ax.plot(np.arange(1, len(curve) + 1), curve, color=color, ls=style, label=label)
@@ -53,18 +56,22 @@ def fig5(methods: dict[str, dict[str, pd.DataFrame]], comparison: pd.DataFrame |
             ax.set_xlabel("trainings (evaluations)")
             ax.set_ylabel(metric.name)
             ax.set_title(f"{NAMES.get(problem, problem)}: {metric.name}", fontsize=8)
-            if row == 0 and column == 0:
-                ax.legend(fontsize=6)
         for row in range(len(drawn[problem]), rows):
             axes[row, column].set_visible(False)
+    # one legend, top left, of every method drawn in any panel (a problem may run fewer methods)
+    handles = {}
+    for ax in axes[:rows].flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    axes[0, 0].legend(handles.values(), handles.keys(), fontsize=6)
     bottom = axes[rows]
     ax = bottom[0]
     mlp2 = "mnist-mlp2-sgd"
-    if mlp2 in problems:
+    if mlp2 in problems and mlp2 in methods.get("dpareto", {}):
         first = methods["dpareto"][mlp2]
         shared = first[first["index"] < k0]
         for method, frames in methods.items():
-            if method == "uniform":
+            if method == "uniform" or mlp2 not in frames:
                 continue
             color, _, label = METHOD_STYLES.get(method, ("C9", "-", method))
             frame = frames[mlp2][frames[mlp2]["index"] >= k0]
@@ -78,7 +85,7 @@ def fig5(methods: dict[str, dict[str, pd.DataFrame]], comparison: pd.DataFrame |
         ax.set_title("mnist MLP2: Pareto fronts", fontsize=8)
     ax = bottom[1]
     adult = "adult-logreg-sgd"
-    if comparison is not None and adult in problems:
+    if comparison is not None and adult in methods.get("dpareto", {}):
         larger = comparison[comparison["index"] < FIG5_RANDOM_POINTS]
         pts = objectives(larger)
         ax.scatter(pts[:, 0], pts[:, 1], s=5, color="C1", alpha=0.35, label=f"random ({len(larger)} points)")
@@ -110,20 +117,22 @@ def fig_cost(methods: dict[str, dict[str, pd.DataFrame]], metrics: dict[str, lis
     """The region metric against cumulative training cost (epochs of one replication; evaluations for a
     problem without epochs), one panel per problem, every method (`methods`: method -> problem ->
     evaluations; a traced run draws a point at every trace row); the dotted line is the DPareto chain's
-    total cost, where the methods are compared."""
-    problems = list(next(iter(methods.values())))
+    total cost, where the methods are compared. A problem absent under a method does not run it."""
+    problems = list(metrics)
     fig, axes = plt.subplots(1, len(problems), figsize=(4.2 * len(problems), 3.6), squeeze=False)
     traced = set()
     for ax, problem in zip(axes[0], problems):
         region = next(m for m in metrics[problem] if m.name == "region")
         for method, frames in methods.items():
+            if problem not in frames:
+                continue
             color, style, label = METHOD_STYLES.get(method, ("C9", "-", method))
             ordered = in_training_order(frames[problem])
             if is_traced(ordered):
                 traced.add(label)
             ax.step(cumulative_cost(ordered), region.curve(ordered["epsilon"], ordered["error"]), where="post",
                     color=color, ls=style, label=label + (" (traces)" if is_traced(ordered) else ""))
-        if "dpareto" in methods:
+        if problem in methods.get("dpareto", {}):
             ax.axvline(spent(methods["dpareto"][problem]), color="0.5", lw=0.8, ls=":")
         ax.set_xscale("log")
         ax.set_xlabel("training cost (epochs of one replication)")

@@ -7,22 +7,55 @@ import numpy as np
 import pandas as pd
 
 from ..problems.tables import succeeded
+from ..study import every_point
 from ..stats.hypervolume import objectives
 from .common import front_line, save
 
-METHOD_STYLES = {"random": ("0.6", "random sampling"), "uniform": ("0.8", "uniform random"), "bo": ("C0", "DPareto"),
-                 "optuna-tpe": ("C2", "Optuna TPE"), "optuna-gp": ("C3", "Optuna GP"), "botorch": ("C4", "BoTorch qLogNEHVI")}
+METHOD_STYLES = {"random": ("0.6", "random sampling"), "uniform": ("0.8", "uniform random"), "dpareto": ("C0", "DPareto"),
+                 "optuna-tpe": ("C2", "Optuna TPE"), "optuna-gp": ("C3", "Optuna GP"), "botorch": ("C4", "BoTorch qLogNEHVI"),
+                 "comparison": ("0.85", "Table 2's random sample")}   # a grid<k>: grey, named as its folder
 
 
 def _trainings(count: int) -> str:
     return f"{count} training{'s' if count != 1 else ''}"
 
 
+def trivial_predictor(problem, data, utility_floor: float | None = None) -> tuple[float, str] | None:
+    """(utility, what it is) of the predictor that ignores the data: problems.<name>.utility_floor where the
+    config states it, else the oracle's `trivial_utility(data)` (the majority class's accuracy for the
+    built-in classifiers); None where neither is known."""
+    if utility_floor is not None:
+        return float(utility_floor), "trivial predictor (utility_floor)"
+    trivial = problem.oracle.trivial_utility(data)
+    return (float(trivial), "majority class / trivial predictor") if trivial is not None else None
+
+
+def _predicted_bar(row) -> tuple[float, float, str]:
+    """A query answer's errorbar in error (below, above its predicted error) and what it is: the predictive
+    interval for one training where the row has it (bo.query.FrontQuery.interval), else (rows written
+    before it) +- predicted_sd."""
+    from ..bo.query import INTERVAL_LABEL
+
+    low, high = row.get("interval_low"), row.get("interval_high")
+    if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
+        return row["predicted_sd"], row["predicted_sd"], "± sd of an R-replication mean"
+    level = float(row.get("interval_level", np.nan))
+    return (max(high - row["predicted_utility"], 0.0), max(row["predicted_utility"] - low, 0.0),
+            f"{level:.0%} {INTERVAL_LABEL}")
+
+
 def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame], queries: list[pd.DataFrame],
-                 out: str, config: str) -> None:
+                 out: str, config: str, trivial: tuple[float, str] | None = None):
+    """The figure (returned, its file written to `out`): every evaluated point by the method that found
+    it (`evaluations`: method -> its file's rows, `study.every_point`), their front, the query answers,
+    and, where `trivial` (`trivial_predictor`) is known, the trivial predictor's error as a line."""
     fig, ax = plt.subplots(figsize=(6.5, 4.8))
-    for method, frame in evaluations.items():
+    found = every_point(evaluations)
+    for method in dict.fromkeys([*evaluations, *found["method"]]):
         color, label = METHOD_STYLES.get(method, ("C7", method))
+        frame = found[found["method"] == method]
+        if frame.empty:
+            continue
         ok = succeeded(frame)
         failed = len(frame) - len(ok)
         ax.scatter(ok["epsilon"], ok["error"], s=9, color=color, alpha=0.7,
@@ -33,8 +66,9 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
         row = answer.iloc[0]
         color = f"C{(i % 8) + 1}"
         predicted_error = 1.0 - row["predicted_utility"]
-        ax.errorbar([row["epsilon"]], [predicted_error], yerr=[[row["predicted_sd"]], [row["predicted_sd"]]], fmt="o",
-                    mfc="white", color=color, capsize=3, label=f"{row['question']}: GP prediction ± sd")
+        below, above, what = _predicted_bar(row)
+        ax.errorbar([row["epsilon"]], [predicted_error], yerr=[[below], [above]], fmt="o",
+                    mfc="white", color=color, capsize=3, label=f"{row['question']}: GP prediction, {what}")
         ax.errorbar([row["epsilon"]], [row["error"]],
                     yerr=[[row["utility_max"] - row["utility"]], [row["utility"] - row["utility_min"]]], fmt="s",
                     color=color, capsize=3, label=f"{row['question']}: realised ({_trainings(int(row['repeats']))}, min-max)")
@@ -42,31 +76,41 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
             ax.axvline(float(row["target"]), color=color, ls=":", lw=1)
         else:
             ax.axhline(1.0 - float(row["target"]), color=color, ls=":", lw=1)
+    if trivial is not None:
+        ax.axhline(1.0 - trivial[0], color="0.3", ls="--", lw=1, label=f"{trivial[1]}: {1.0 - trivial[0]:.3g}")
     ax.set_xscale("log")
     ax.set_xlabel("ε (exact, from the privacy oracle)")
     ax.set_ylabel(f"1 − {utility}")
     ax.legend(fontsize=6, loc="best", framealpha=0.8)
     caption = (f"The privacy-utility front of {problem}: evaluated points, their front, and the answers to front "
-               f"queries (open: the GP's predicted utility, not a guarantee; filled: measured).")
+               f"queries (open: the GP's predicted utility with its predictive interval for one training, GP, not a "
+               f"guarantee; filled: measured, min-max of the trainings).")
+    if trivial is not None:
+        caption += f" Dashed: the error of the {trivial[1]}, {1.0 - trivial[0]:.4g}."
     sources = [s for f in evaluations.values() for s in f["source_label"].tolist()]
     save(fig, out, caption, sources, config)
     plt.close(fig)
+    return fig
 
 
 def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.DataFrame]) -> pd.DataFrame:
     """The front of every evaluated point (hyperparameters, epsilon, utility, which method found it),
-    then one row per query answer (suggestion, exact epsilon, predicted and realised utility)."""
+    then one row per query answer (suggestion, exact epsilon, predicted utility with its predictive interval
+    for one training (GP, not a guarantee), realised utility and the share of its trainings inside it)."""
     from ..bo.query import front
 
-    everything = pd.concat([f.assign(method=m) for m, f in evaluations.items()], ignore_index=True)
-    table = front(problem, everything).assign(kind="front")
+    table = front(problem, every_point(evaluations)).assign(kind="front")
     rows = [table]
     for answer in queries:
         row = answer.iloc[0]
         rows.append(pd.DataFrame([{"kind": f"query: {row['question']}", **{n: row.get(n) for n in problem.names},
                                    "epsilon": row["epsilon"], "utility": row["utility"], "utility_min": row["utility_min"],
                                    "utility_max": row["utility_max"], "predicted_utility": row["predicted_utility"],
-                                   "predicted_sd": row["predicted_sd"], "method": "query"}]))
+                                   "predicted_sd": row["predicted_sd"],
+                                   **{k: row.get(k) for k in ("interval_low", "interval_high", "interval_level",
+                                                              "runs_in_interval")},
+                                   "method": "query"}]))
     out = pd.concat(rows, ignore_index=True)
-    first = ["kind", "epsilon", "utility", "predicted_utility", "predicted_sd", "utility_min", "utility_max"]
+    first = ["kind", "epsilon", "utility", "predicted_utility", "predicted_sd", "interval_low", "interval_high",
+             "interval_level", "runs_in_interval", "utility_min", "utility_max"]
     return out[[c for c in first if c in out] + [c for c in out if c not in first]].replace({np.nan: None})

@@ -31,7 +31,7 @@ def release_command(args) -> None:
     problem = resolve(settings.problem, definition(config, settings.problem), conversion)
     tuning = resolve(settings.tuning_problem, definition(config, settings.tuning_problem), conversion)
     check_releasable(problem)
-    evaluations = paths.RunFiles(settings.tuning_problem, "bo", 0).evaluations
+    evaluations = paths.RunFiles(settings.tuning_problem, paths.DPARETO, 0).evaluations
     if not os.path.exists(evaluations):
         raise UserError(f"The tuning front {evaluations} does not exist; build it first with `snakemake --cores 2 "
                         f"{evaluations}` and a --configfile whose release.problem is {settings.problem}.")

@@ -1,0 +1,146 @@
+"""Do a front query's intervals hold for ONE new training of its answer? Coverage of the predictive
+interval for one training (`bo.query.FrontQuery.interval`, nominal 90 %) beside the interval answers
+carried before (the anchor: the predicted utility +- z_0.95 x `predicted_sd`, the GP's latent sd plus the
+noise of a mean of R replications, read as a normal 90 % interval), on the default run's DPareto chains
+of the three adult problems (adult-logreg-sgd, adult-logreg-adam, adult-svm-sgd).
+
+Questions per problem: `--eps-targets` epsilon targets log-spaced over the chain front's epsilon range
+(its smallest to its largest, 3 significant digits) and `--utility-targets` utility targets at the
+front's utility quantiles (evenly spaced inside (0, 1)): each answered as the `query` rule answers it
+(the config's seed, `query_rng`, the config's DPareto settings), then retrained `--retrain` times, each
+one training by the problem's own oracle (`oracle.utilities` with a fresh Generator per answer).
+Coverage = the share of those single retrainings inside the interval, per problem and overall; also the
+new interval without its one-step-ahead inflation (c = 1: latent + misfit + replication noise only), the
+median interval widths, and each answer's line. Questions with no feasible answer are counted, not scored.
+
+Needs the default run's chains (paths.RunFiles; about 40 s on 2 cores):
+    ./in-env snakemake --cores 2 results/dpareto/adult-logreg-sgd/dpareto/0/evaluations.parquet \
+        results/dpareto/adult-logreg-adam/dpareto/0/evaluations.parquet \
+        results/dpareto/adult-svm-sgd/dpareto/0/evaluations.parquet
+
+Run: ./in-env python benchmarks/query_coverage.py   (about 3 minutes; last line:
+coverage_new=<x> coverage_old=<y> queries=<n>; target: coverage_new >= 0.8 over >= 30 answered queries)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+import threadpoolctl
+from scipy import stats
+
+from dptradeoff import paths
+from dptradeoff.bo.propose import Settings
+from dptradeoff.bo.query import INTERVAL_LABEL, INTERVAL_LEVEL, FrontQuery, front, logit_interval, query_rng
+from dptradeoff.config import load
+from dptradeoff.problems import definition, resolve
+from dptradeoff.problems.evaluate import load_data
+from dptradeoff.problems.tables import read_frame
+from dptradeoff.seeds import rng as derived_rng
+
+PROBLEMS = ["adult-logreg-sgd", "adult-logreg-adam", "adult-svm-sgd"]
+
+
+def questions(problem, evals, eps_targets: int, utility_targets: int) -> list[tuple[str, float]]:
+    """(kind, target): epsilons log-spaced over the chain front's epsilon range, utilities at its quantiles."""
+    chain_front = front(problem, evals)
+    eps = np.geomspace(chain_front["epsilon"].min(), chain_front["epsilon"].max(), eps_targets)
+    quantiles = np.arange(1, utility_targets + 1) / (utility_targets + 1)
+    utilities = np.quantile(chain_front["utility"], quantiles)
+    return ([("eps", float(f"{t:.3g}")) for t in eps] + [("utility", float(f"{t:.3g}")) for t in utilities])
+
+
+def ask(name: str, config: dict, settings: Settings, retrain: int, eps_targets: int, utility_targets: int) -> list[dict]:
+    """One row per question on problem `name`'s chain: its answer's intervals (old, new, new at c = 1), the
+    single retrainings and the share of them inside each."""
+    problem = resolve(name, definition(config, name), config["privacy"]["conversion"])
+    path = paths.RunFiles(name, paths.DPARETO, 0).evaluations
+    if not os.path.exists(path):
+        raise SystemExit(f"{path} does not exist; build it first: ./in-env snakemake --cores 2 {path}")
+    evals, data = read_frame(path), load_data(problem)
+    rows = []
+    z = stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2)
+    for kind, target in questions(problem, evals, eps_targets, utility_targets):
+        start = time.perf_counter()
+        query = FrontQuery(problem, evals, data, settings, query_rng(config["seed"], name, kind, target, 0))
+        answer = query.for_epsilon(target) if kind == "eps" else query.for_utility(target)
+        row = {"problem": name, "question": answer.question, "answered": answer.point is not None}
+        if answer.point is None:
+            rows.append(row)
+            continue
+        point = np.array([[answer.point[n] for n in problem.names]], dtype=float)
+        bare_low, bare_high = logit_interval(*query.single_training(point, 1.0), INTERVAL_LEVEL)
+        seconds = time.perf_counter() - start
+        runs = problem.oracle.utilities(problem.check(dict(answer.point)), data, retrain,
+                                        derived_rng(config["seed"], name, "query-coverage", kind, target))
+        runs = np.asarray(runs, dtype=float)
+        old = (answer.predicted_utility - z * answer.predicted_sd, answer.predicted_utility + z * answer.predicted_sd)
+        intervals = {"old": old, "new": (answer.interval_low, answer.interval_high), "bare": (bare_low[0], bare_high[0])}
+        row.update(predicted=answer.predicted_utility, runs=runs, seconds=seconds, inflation=query.inflation(),
+                   **{f"{k}_low": lo for k, (lo, _) in intervals.items()},
+                   **{f"{k}_high": hi for k, (_, hi) in intervals.items()},
+                   **{f"in_{k}": float(np.mean((runs >= lo) & (runs <= hi))) for k, (lo, hi) in intervals.items()})
+        rows.append(row)
+        print(f"  {name:18s} {answer.question:16s} predicted {answer.predicted_utility:.4f}  "
+              f"old [{row['old_low']:.4f}, {row['old_high']:.4f}]  new [{row['new_low']:.4f}, {row['new_high']:.4f}]  "
+              f"retrained {runs.mean():.4f} +- {runs.std(ddof=1):.4f} (min {runs.min():.4f})  "
+              f"inside old {row['in_old']:.2f} new {row['in_new']:.2f}", flush=True)
+    return rows
+
+
+def coverage(rows: list[dict], key: str) -> float:
+    """Share of all single retrainings (equal per answer) inside interval `key`."""
+    return float(np.mean([r[f"in_{key}"] for r in rows]))
+
+
+def bootstrap(rows: list[dict], key: str, draws: int = 2000) -> tuple[float, float]:
+    """95 % interval of `coverage` over answers resampled with replacement (an answer's retrainings
+    share its GP error, so answers, not retrainings, are the independent units)."""
+    inside = np.array([r[f"in_{key}"] for r in rows])
+    picks = np.random.default_rng(0).integers(0, len(inside), (draws, len(inside)))
+    return tuple(np.quantile(inside[picks].mean(axis=1), [0.025, 0.975]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--problems", nargs="+", default=PROBLEMS)
+    parser.add_argument("--retrain", type=int, default=8, help="single trainings per answer")
+    parser.add_argument("--eps-targets", type=int, default=10)
+    parser.add_argument("--utility-targets", type=int, default=3)
+    args = parser.parse_args()
+    threadpoolctl.threadpool_limits(1)   # as the query rule runs (threads: 1)
+    config = load([])
+    settings = Settings.from_config(config["dpareto"], config["statistics"])
+    print(f"{INTERVAL_LABEL}, nominal {INTERVAL_LEVEL:.0%}; old: predicted_utility +- z x predicted_sd; "
+          f"{args.retrain} single retrainings per answer")
+    everything = []
+    for name in args.problems:
+        everything += ask(name, config, settings, args.retrain, args.eps_targets, args.utility_targets)
+    answered = [r for r in everything if r["answered"]]
+    print()
+    print(f"{'problem':18s} {'asked':>5s} {'answered':>8s} {'retrainings':>11s} {'old':>6s} {'new':>6s} "
+          f"{'new, c=1':>8s} {'c':>5s} {'width old':>9s} {'width new':>9s}")
+    for name in [*args.problems, "all"]:
+        mine = [r for r in answered if name == "all" or r["problem"] == name]
+        asked = sum(1 for r in everything if name == "all" or r["problem"] == name)
+        if not mine:
+            print(f"{name:18s} {asked:5d} {0:8d}")
+            continue
+        widths = {k: statistics.median(r[f"{k}_high"] - r[f"{k}_low"] for r in mine) for k in ("old", "new")}
+        c = statistics.median(r["inflation"] for r in mine)
+        print(f"{name:18s} {asked:5d} {len(mine):8d} {sum(len(r['runs']) for r in mine):11d} "
+              f"{coverage(mine, 'old'):6.3f} {coverage(mine, 'new'):6.3f} {coverage(mine, 'bare'):8.3f} {c:5.2f} "
+              f"{widths['old']:9.4f} {widths['new']:9.4f}")
+    print(f"(coverage: share of single retrainings inside the nominal {INTERVAL_LEVEL:.0%} interval; c: the one-step-ahead "
+          f"inflation, median; widths: median high - low in utility; query time median "
+          f"{statistics.median(r['seconds'] for r in answered):.1f} s)")
+    (new_low, new_high), (old_low, old_high) = bootstrap(answered, "new"), bootstrap(answered, "old")
+    print(f"95 % bootstrap intervals over answers: new [{new_low:.3f}, {new_high:.3f}], old [{old_low:.3f}, {old_high:.3f}]")
+    print(f"coverage_new={coverage(answered, 'new'):.3f} coverage_old={coverage(answered, 'old'):.3f} queries={len(answered)}")
+
+
+if __name__ == "__main__":
+    main()
