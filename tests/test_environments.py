@@ -260,3 +260,38 @@ def test_a_problem_in_its_own_environment_runs_through_the_workflow_and_is_relea
     assert set(np.load(work / "results/release/centroid/model.npz").files) == {"centroids"}
     again = run_snakemake(work, "all", "--cores", "2", f"--configfile={path}", timeout=600)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_the_diffprivlib_example_states_its_privacy_as_the_release_needs():
+    """examples/diffprivlib_logreg.py without diffprivlib (which needs numpy 2): its rows scaled to norm
+    <= 1 (diffprivlib's data_norm), its pure-epsilon event and calibrate, its trivial predictor; and the
+    example config validates with its problem releasable."""
+    import yaml
+
+    from dptradeoff.config import SCHEMA
+    from dptradeoff.privacy.accountant import Accountant
+    from dptradeoff.privacy.descriptions import event_from_description
+    from dptradeoff.problems.user import load_object
+
+    oracle = load_object("examples/diffprivlib_logreg.py:DiffprivlibLogisticRegression", "example")()
+    data = _data()
+    data = Data(data.x_train * 40, data.y_train, data.x_test * 40, data.y_test, "s", "s")
+    prepared = oracle.prepare(data)
+    assert np.linalg.norm(prepared.x_train, axis=1).max() <= 1 + 1e-12
+    point = {"eps": 3.0, "C": 1.0}
+    assert oracle.epsilon(point, n=100, delta=0.0) == 3.0
+    assert Accountant().epsilon(event_from_description(oracle.event(point, n=100)), 1e-5) == 3.0
+    assert oracle.calibrate(point, n=100, epsilon=0.25, delta=1e-5) == {"eps": 0.25, "C": 1.0}
+    assert 0.5 <= oracle.trivial_utility(prepared) <= 1
+    import jsonschema
+    from snakemake.utils import update_config
+
+    with open("config/config.yaml") as f:
+        merged = yaml.safe_load(f)
+    with open("config/examples/diffprivlib-logreg.yaml") as f:
+        example = yaml.safe_load(f)
+    update_config(merged, example)   # as Snakemake merges it (resolving it would build the environment: online)
+    with open(SCHEMA) as f:
+        jsonschema.validate(merged, yaml.safe_load(f))
+    assert example["problems"]["diffprivlib-logreg"]["environment"] == "examples/diffprivlib-requirements.txt"
+    assert "numpy==2" in Path("examples/diffprivlib-requirements.txt").read_text()

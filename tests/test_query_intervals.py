@@ -145,3 +145,22 @@ def test_the_front_figure_draws_the_interval_for_one_training(monkeypatch):
     spans = [np.sort(np.asarray(seg)[:, 1]) for c in bars for seg in c.get_segments()]
     expected = np.sort([1 - answer.interval_high, 1 - answer.interval_low])
     assert any(np.allclose(span, expected) for span in spans)
+
+
+class Slow(Oracle):
+    """The same epsilon, per point only and too slow for the acquisition's candidates: privacy is then
+    ranked by the privacy GP's prediction (as for an oracle in its own environment, one worker call each)."""
+    def epsilon(self, point, *, n, delta):
+        import time
+
+        time.sleep(0.002)
+        return 10 ** (2 * point["a"] - 1)
+
+
+def test_an_epsilon_question_is_answered_where_only_the_privacy_gp_ranks_the_candidates():
+    problem = Problem("slow-known", None, Slow(), domain=NOISY.domain, delta=0.0)
+    query = FrontQuery(problem, chain(0.15), None, Settings(candidates=1000, gp_restarts=2),
+                       query_rng(1, problem.name, "eps", 1.0, 0))
+    assert query.model is None                             # the GP's mean ranks privacy
+    answer = query.for_epsilon(1.0)
+    assert answer.point is not None and answer.epsilon <= 1.0 and answer.point["a"] == pytest.approx(0.5, abs=0.05)

@@ -289,3 +289,20 @@ def test_the_reserved_names_cover_every_column_an_evaluation_writes():
     problem = user_problem("p", {"oracle": "tests/user_problems/gaussian_mean.py", "domain": domain})
     rows = evaluate(problem, pd.DataFrame([{"sigma": 0.1, "clip": 0.5}]), None, 2, config_seed=0, method="random", run=0)
     assert set(rows.columns) - {"sigma", "clip"} == EVALUATION_COLUMNS
+
+
+def test_a_user_oracles_vectorised_epsilons_reach_the_acquisition(tmp_path):
+    import numpy as np
+
+    from dptradeoff.bo import exact_privacy
+    from dptradeoff.problems.user import user_problem
+
+    oracle = tmp_path / "vectorised.py"
+    oracle.write_text("import numpy as np\n\n"
+                      "def epsilon(point, *, n, delta):\n    return point['eps']\n\n"
+                      "def epsilons(points, *, n, delta):\n    return np.asarray(points)[:, 0]\n\n"
+                      "def utility(point, data, rng):\n    return 0.5\n")
+    problem = user_problem("v", {"oracle": str(oracle), "domain": {"eps": {"low": 0.1, "high": 1.0}}})
+    model = exact_privacy.for_problem(problem, None, 5000, np.array([[0.5]]))
+    assert isinstance(model, exact_privacy.VectorisedOracle)
+    assert model.ranking(np.array([[0.3], [0.7]])).tolist() == [0.3, 0.7]

@@ -359,8 +359,11 @@ class FrontQuery:
             utility, _ = self.predict(points)
             order = np.argsort(-utility)
             order = order[utility[order] > floor]
+            ranked = self.ranking.ranking(points[order])
             if self.model is not None:   # the ranking epsilons are the oracle's to within a few per cent
-                order = order[self.ranking.ranking(points[order]) <= target * (1 + RANKING_MARGIN)]
+                order = order[ranked <= target * (1 + RANKING_MARGIN)]
+            else:   # the privacy GP's prediction: the points it predicts within the target are checked first
+                order = np.concatenate([order[ranked <= target], order[ranked > target]])
             for i in order[:EXACT_CHECKS]:
                 if self.epsilon(points[i]) <= target:
                     return points[i]

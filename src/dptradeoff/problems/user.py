@@ -127,6 +127,12 @@ class UserOracle(Oracle):
     def epsilon(self, point, *, n, delta):
         return self.target.epsilon(point, n=n, delta=delta)
 
+    @property
+    def epsilons(self):
+        """The oracle's vectorised `epsilons(points, *, n, delta)` where it has one (the acquisition then
+        computes every candidate's exact epsilon in one call: `bo.exact_privacy.VectorisedOracle`), else None."""
+        return getattr(self.target, "epsilons", None)
+
     def trivial_utility(self, data):
         trivial = getattr(self.target, "trivial_utility", None)
         return trivial(data) if trivial else None

@@ -77,6 +77,10 @@ class WorkerTarget:
     def _call_epsilon(self, point, *, n, delta):
         return self._call("epsilon", point=_plain(point), n=n, delta=delta)
 
+    def _call_epsilons(self, points, *, n, delta):
+        return np.asarray(self._call("epsilons", points=np.asarray(points, dtype=float).tolist(), n=n, delta=delta),
+                          dtype=float)
+
     def _call_utility(self, point, data, rng):
         answer = self._call("utility", point=_plain(point), token=self._token(data), state=_state(rng))
         rng.bit_generator.state = answer["state"]

@@ -92,7 +92,7 @@ def event_description(event):
 
 
 class Worker:
-    METHODS = ("epsilon", "utility", "utilities", "utility_trace", "prepare", "trivial_utility", "cost_seconds",
+    METHODS = ("epsilon", "epsilons", "utility", "utilities", "utility_trace", "prepare", "trivial_utility", "cost_seconds",
                "event", "train", "score", "weights", "calibrate")
     ATTRIBUTES = ("trace_axis", "neighbouring", "uses_gpu", "thread_safe")
 
@@ -127,6 +127,9 @@ class Worker:
 
     def epsilon(self, point, n, delta):
         return float(self.target.epsilon(point, n=n, delta=delta))
+
+    def epsilons(self, points, n, delta):
+        return plain(np.asarray(self.target.epsilons(np.asarray(points, dtype=float), n=n, delta=delta), dtype=float))
 
     def utility(self, point, token, state):
         rng = generator(state)
