@@ -203,3 +203,16 @@ def test_a_front_figure_draws_the_trivial_predictor_s_error_where_it_is_known(mo
     assert "majority class / trivial predictor: 0.25" in legend_labels(ax)
     unknown = front.front_figure("gaussian-mean", "closeness", evals, [], "unused.pdf", "test config", None)
     assert not [line for line in unknown.axes[0].get_lines() if "trivial" in line.get_label()]
+
+
+def test_a_front_where_nothing_beats_the_trivial_predictor_gets_a_loud_warning():
+    import pandas as pd
+
+    from dptradeoff.plots.front import trivial_warning
+
+    learned = {"random": pd.DataFrame({"utility": [0.5, 0.81], "failure": [None, None]})}
+    nothing = {"random": pd.DataFrame({"utility": [0.5, 0.7, float("nan")], "failure": [None, None, "x"]})}
+    assert trivial_warning(learned, (0.76, "majority class / trivial predictor")) == ""
+    assert trivial_warning(nothing, (0.76, "majority class / trivial predictor")).startswith(
+        "WARNING: no evaluated point beats the majority class / trivial predictor (utility 0.76)")
+    assert trivial_warning(nothing, None) == ""

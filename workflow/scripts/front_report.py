@@ -1,4 +1,6 @@
-from dptradeoff.plots.front import front_figure, front_table, trivial_predictor
+import logging
+
+from dptradeoff.plots.front import front_figure, front_table, trivial_predictor, trivial_warning
 from dptradeoff.problems import resolve
 from dptradeoff.problems.evaluate import load_data
 from dptradeoff.problems.tables import read_frame
@@ -12,10 +14,13 @@ with rule_context(snakemake):
     queries = [read_frame(path) for path in i.queries]
     trivial = trivial_predictor(problem, load_data(problem), p.utility_floor)
     front_figure(w.problem, problem.utility, evaluations, queries, snakemake.output.figure, p.config_label, trivial)
+    warning = trivial_warning(evaluations, trivial)
+    if warning:
+        logging.getLogger("dptradeoff").warning("%s: %s", w.problem, warning)
     floor = (f" The {trivial[1]}'s utility is {trivial[0]:.4g} (error {1 - trivial[0]:.4g}): a front point is worth "
              f"having only below that error." if trivial else " The trivial predictor's utility is not known.")
     write(front_table(problem, evaluations, queries), snakemake.output.csv, snakemake.output.md,
           f"{w.problem}: the front of every evaluated point ({', '.join(evaluations)}; method: the one that found the "
           f"point; epsilon exact, utility the mean of the measured replications), then the query answers "
           f"(predicted_utility: GP prediction, not a guarantee; utility: measured by training the suggestion).{floor} "
-          f"Config: {p.config_label}.")
+          f"Config: {p.config_label}." + (f" {warning}" if warning else ""))

@@ -20,6 +20,19 @@ def _trainings(count: int) -> str:
     return f"{count} training{'s' if count != 1 else ''}"
 
 
+def trivial_warning(evaluations: dict, trivial: tuple[float, str] | None) -> str:
+    """A loud sentence where no successful evaluation beats the trivial predictor, else "": a front drawn
+    from an oracle that learns nothing (e.g. a library broken against its dependencies) is no front."""
+    if trivial is None:
+        return ""
+    rows = [frame for frame in evaluations.values() if len(frame)]
+    utilities = pd.concat([succeeded(frame)["utility"] for frame in rows]) if rows else pd.Series(dtype=float)
+    if (utilities > trivial[0]).any():
+        return ""
+    return (f"WARNING: no evaluated point beats the {trivial[1]} (utility {trivial[0]:.4g}): the algorithm learned "
+            f"nothing here; check the oracle and the library versions it trains with before reading this front.")
+
+
 def trivial_predictor(problem, data, utility_floor: float | None = None) -> tuple[float, str] | None:
     """(utility, what it is) of the predictor that ignores the data: problems.<name>.utility_floor where the
     config states it, else the oracle's `trivial_utility(data)` (the majority class's accuracy for the
