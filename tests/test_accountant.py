@@ -229,3 +229,24 @@ def test_pure_dp_compositions_at_delta_zero_and_nested():
     assert accountant.epsilon(SelfComposedDpEvent(EpsilonDpEvent(0.1), 100), 0.0) == 100 * 0.1   # basic: delta 0
     nested = ComposedDpEvent([SelfComposedDpEvent(LaplaceDpEvent(4.0), 3), SparseVectorDpEvent(1, 10.0)])
     assert accountant.epsilon(nested, 0.0) == 3 * 0.25 + svt.epsilon(1, 10.0)
+
+
+@pytest.mark.parametrize("description", [
+    {"event": "SelfComposedDpEvent", "count": -3, "inner": {"event": "GaussianDpEvent", "noise_multiplier": 1.0}},
+    {"event": "SelfComposedDpEvent", "count": 2.5, "inner": {"event": "EpsilonDpEvent", "epsilon": 1.0}},
+    {"event": "EpsilonDpEvent", "epsilon": -1.0},
+    {"event": "EpsilonDpEvent", "epsilon": float("nan")},
+    {"event": "ComposedDpEvent", "events": [{"event": "GaussianDpEvent", "noise_multiplier": 2.0},
+                                            {"event": "LaplaceDpEvent", "noise_multiplier": -1.0}]},
+    {"event": "PoissonSampledDpEvent", "sampling_probability": 1.5,
+     "inner": {"event": "GaussianDpEvent", "noise_multiplier": 1.0}},
+])
+def test_an_event_no_mechanism_has_stops_instead_of_lowering_epsilon(description):
+    """A negative count once gave epsilon 0 (count x RDP), a negative epsilon -1: both refused."""
+    from dptradeoff.privacy.descriptions import event_from_description
+
+    event = event_from_description(description)
+    for analyse in (lambda: Accountant().epsilon(event, 1e-5), lambda: Accountant().rdp(event),
+                    lambda: Accountant().epsilon_at_all_orders(event, 1e-5)):
+        with pytest.raises(UserError, match="which no mechanism has|give a whole number of runs"):
+            analyse()

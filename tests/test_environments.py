@@ -295,3 +295,12 @@ def test_the_diffprivlib_example_states_its_privacy_as_the_release_needs():
         jsonschema.validate(merged, yaml.safe_load(f))
     assert example["problems"]["diffprivlib-logreg"]["environment"] == "examples/diffprivlib-requirements.txt"
     assert "numpy==2" in Path("examples/diffprivlib-requirements.txt").read_text()
+
+
+def test_one_worker_serves_every_resolution_of_a_problem_in_a_process(own_problem, offline_pip, tmp_path_factory):
+    """A problem is resolved again for every evaluation and round: each must not start a worker of its own."""
+    from dptradeoff.problems.user import user_problem
+
+    requirements = tmp_path_factory.getbasetemp() / "req0" / "centroid.txt"
+    again = user_problem("centroid", _entry(str(requirements)))
+    assert again.oracle.target is own_problem.oracle.target

@@ -116,31 +116,29 @@ class ProblemEnvironment:
         return self.python
 
     def _build(self) -> None:
-        partial = self.path + ".partial"
-        shutil.rmtree(partial, ignore_errors=True)
+        """Build at the final path (a venv's scripts name their interpreter by its path), under the lock;
+        `.built`, written last, marks it whole, so a build killed half-way is removed and redone."""
+        shutil.rmtree(self.path, ignore_errors=True)
         log.warning("%s: building the environment of %s in %s (minutes the first time)", self.where,
                     self.requirements, self.path)
         base = getattr(sys, "_base_executable", sys.executable)
-        created = _run([base, "-m", "venv", partial])
+        created = _run([base, "-m", "venv", self.path])
         if created.returncode != 0:
             raise UserError(f"{self.where}: creating a virtual environment failed ({_pip_reason(created.stderr)}); "
                             f"install Python's venv module (e.g. apt-get install python3.11-venv).")
-        python = os.path.join(partial, "bin", "python")
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-        done = _run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r",
+        done = _run([self.python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r",
                      self.requirements], env=env)
         if done.returncode != 0:
-            shutil.rmtree(partial, ignore_errors=True)
+            shutil.rmtree(self.path, ignore_errors=True)
             raise UserError(f"{self.where}: installing {self.requirements} into the problem's own environment failed "
                             f"(pip: {_pip_reason(done.stdout + done.stderr)}); fix the requirements file.")
-        if _run([python, "-c", "import numpy"], env=env).returncode != 0:
-            shutil.rmtree(partial, ignore_errors=True)
+        if _run([self.python, "-c", "import numpy"], env=env).returncode != 0:
+            shutil.rmtree(self.path, ignore_errors=True)
             raise UserError(f"{self.where}: the environment of {self.requirements} has no numpy, which the worker "
                             f"exchanges arrays with; add numpy to the file.")
-        with open(os.path.join(partial, ".built"), "w") as f:
+        with open(os.path.join(self.path, ".built"), "w") as f:
             f.write(self.requirements + "\n")
-        shutil.rmtree(self.path, ignore_errors=True)
-        os.replace(partial, self.path)
 
 
 @contextlib.contextmanager

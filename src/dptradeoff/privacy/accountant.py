@@ -62,6 +62,7 @@ class Accountant:
     conversion: Conversion = IMPROVED
 
     def epsilon(self, event, delta: float) -> float:
+        check_event(event)
         closed_form = _closed_form_epsilon(event, delta)
         if closed_form is not None:
             return closed_form
@@ -71,6 +72,7 @@ class Accountant:
     def epsilon_at_all_orders(self, event, delta: float) -> float:
         """`epsilon`, with RDP converted at the best of ALL_ORDERS: one fixed set of orders, so smooth in the
         noise (for calibration's root finding), and never above `epsilon` (a minimum over more orders)."""
+        check_event(event)
         closed_form = _closed_form_epsilon(event, delta)
         if closed_form is not None:
             return closed_form
@@ -79,6 +81,7 @@ class Accountant:
 
     def rdp(self, event, orders=ALL_ORDERS) -> np.ndarray:
         """The event's RDP at each order (inf where it has none, e.g. zero noise)."""
+        check_event(event)
         with np.errstate(over="ignore", invalid="ignore"):
             return _rdp(event, np.asarray(orders, dtype=float))
 
@@ -105,6 +108,29 @@ class Accountant:
         eps = np.where(best_base_order >= 96, chosen.min(axis=1), chosen[:, base].min(axis=1))
         out = np.maximum(0.0, eps)
         return np.where(np.isfinite(curves[:, base]).any(axis=1), out, np.inf)
+
+
+def check_event(event) -> None:
+    """Stop with one sentence at an event whose parameters are no mechanism's (a negative count, epsilon
+    or noise, a probability outside [0, 1], NaN): analysed as written, they would lower epsilon."""
+    def number(value, what, low=0.0, high=math.inf):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not low <= value <= high:
+            raise UserError(f"{type(event).__name__} has {what} = {value!r}, which no mechanism has; give a number in "
+                            f"[{low:g}, {high:g}].")
+
+    if isinstance(event, SelfComposedDpEvent):
+        number(event.count, "count")
+        if int(event.count) != event.count:
+            raise UserError(f"SelfComposedDpEvent has count = {event.count!r}; give a whole number of runs.")
+    elif isinstance(event, EpsilonDpEvent):
+        number(event.epsilon, "epsilon")
+    elif isinstance(event, (GaussianDpEvent, LaplaceDpEvent)):
+        number(event.noise_multiplier, "noise_multiplier")
+    elif isinstance(event, PoissonSampledDpEvent):
+        number(event.sampling_probability, "sampling_probability", 0.0, 1.0)
+    inner = getattr(event, "event", None)
+    for member in ([inner] if inner is not None else []) + list(getattr(event, "events", None) or []):
+        check_event(member)
 
 
 def check_delta(delta: float) -> None:

@@ -17,8 +17,9 @@ PROPOSAL_COLUMNS = frozenset({
 })
 # What the statistics, front tables and query answers add (stats/, plots/front.py, bo/query.py).
 TABLE_COLUMNS = frozenset({
-    "trainings", "training_cost", "dpareto_trainings", "dpareto_cost", "part_cost", "kind", "question",
-    "predicted_utility", "predicted_sd", "interval_low", "interval_high", "interval_level", "exact_epsilons",
+    "trainings", "training_cost", "dpareto_trainings", "dpareto_cost", "part_cost", "kind", "question", "target",
+    "predicted_utility", "predicted_sd", "single_sd", "interval_low", "interval_high", "interval_level",
+    "runs_in_interval", "exact_epsilons",
 })
 RESERVED = EVALUATION_COLUMNS | PROPOSAL_COLUMNS | TABLE_COLUMNS
 # Query answers name the nearest and best evaluated points' columns with these prefixes.

@@ -86,7 +86,7 @@ def _worker_target(name: str, spec: str, options: dict, environment) -> Any:
         raise UserError(f"{where} must be the path of a requirements file (e.g. envs/my-algorithm.txt); fix it.")
     python = ProblemEnvironment(find_file(environment, where), where).ensure()
     path, module_name, attribute = _locate(spec, f"problems.{name}.oracle")
-    return WorkerTarget(python, {"text": spec, "path": path, "module_name": module_name, "module": module_name,
+    return WorkerTarget.shared(python, {"text": spec, "path": path, "module_name": module_name, "module": module_name,
                                  "attribute": attribute, "options": options}, f"problems.{name}.oracle")
 
 

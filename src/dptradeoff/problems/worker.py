@@ -4,8 +4,11 @@
 methods and attributes the user's object has, and each call runs in a worker (`worker_main.py`,
 started with the environment's Python on first use, one per process, calls one at a time). Data
 travel once per dataset as .npy files; a Generator travels as its PCG64 state and comes back
-advanced, so a call draws exactly what it would draw in-process; a privacy event comes back as its
-description (`privacy.descriptions`); a trained model stays in the worker, behind a `WorkerModel`.
+advanced, so a call draws from the same bit stream as in-process (only the state travels, not the
+seed sequence: `rng.spawn()` in the oracle gives other children than in-process); a privacy event
+comes back as its description (`privacy.descriptions`); a trained model stays in the worker, behind a
+`WorkerModel`. One `WorkerTarget` (one worker) serves every problem of a process with the same
+environment, oracle and options (`shared`).
 An exception in the oracle's code is raised here under the same class name with its traceback as
 a note, so an evaluation records it as a failed point like any other.
 """
@@ -43,12 +46,26 @@ class WorkerModel:
         self.handle = handle
 
 
+_SHARED: dict[str, "WorkerTarget"] = {}
+_SHARED_LOCK = threading.Lock()
+
+
 class WorkerTarget:
     """The user's oracle object in its own environment (see the module's docstring)."""
 
+    @classmethod
+    def shared(cls, python: str, spec: dict, where: str) -> "WorkerTarget":
+        """The process's one worker for this environment, oracle and options (a problem is resolved
+        again for every evaluation and round: each would otherwise start a worker of its own)."""
+        key = json.dumps([python, spec], sort_keys=True)
+        with _SHARED_LOCK:
+            if key not in _SHARED:
+                _SHARED[key] = cls(python, spec, where)
+            return _SHARED[key]
+
     def __init__(self, python: str, spec: dict, where: str):
         self._python, self._spec, self._where = python, spec, where
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()   # one request at a time; a data token is sent under it too
         self._process = None
         self._folder = None
         self._tokens: dict[int, tuple[Data, str]] = {}   # id(data) -> (data, its token in the worker)
@@ -99,11 +116,12 @@ class WorkerTarget:
 
     def _call_prepare(self, data):
         folder = tempfile.mkdtemp(dir=self._scratch())
-        new_token = f"d{len(self._tokens)}p"
-        meta = self._call("prepare", token=self._token(data), new_token=new_token, folder=folder)
-        prepared = Data(*(np.load(os.path.join(folder, name + ".npy"), allow_pickle=False) for name in ARRAYS),
-                        meta["source"], meta["source_label"])
-        self._tokens[id(prepared)] = (prepared, new_token)
+        with self._lock:
+            new_token = self._new_token()
+            meta = self._call("prepare", token=self._token(data), new_token=new_token, folder=folder)
+            prepared = Data(*(np.load(os.path.join(folder, name + ".npy"), allow_pickle=False) for name in ARRAYS),
+                            meta["source"], meta["source_label"])
+            self._tokens[id(prepared)] = (prepared, new_token)
         return prepared
 
     def _call_trivial_utility(self, data):
@@ -142,20 +160,26 @@ class WorkerTarget:
         return self._folder
 
     def _token(self, data: Data | None) -> str | None:
-        """The worker's name for `data`, sent to it the first time."""
+        """The worker's name for `data`, sent to it the first time (under the lock: two threads with new
+        data must not get one name)."""
         if data is None:
             return None
-        known = self._tokens.get(id(data))
-        if known is not None and known[0] is data:
-            return known[1]
-        token = f"d{len(self._tokens)}"
-        folder = tempfile.mkdtemp(dir=self._scratch())
-        for name in ARRAYS:
-            np.save(os.path.join(folder, name + ".npy"), np.asarray(getattr(data, name)), allow_pickle=False)
-        self._call("put_data", token=token, folder=folder, source=data.source, source_label=data.source_label)
-        shutil.rmtree(folder, ignore_errors=True)
-        self._tokens[id(data)] = (data, token)
-        return token
+        with self._lock:
+            known = self._tokens.get(id(data))
+            if known is not None and known[0] is data:
+                return known[1]
+            token = self._new_token()
+            folder = tempfile.mkdtemp(dir=self._scratch())
+            for name in ARRAYS:
+                np.save(os.path.join(folder, name + ".npy"), np.asarray(getattr(data, name)), allow_pickle=False)
+            self._call("put_data", token=token, folder=folder, source=data.source, source_label=data.source_label)
+            shutil.rmtree(folder, ignore_errors=True)
+            self._tokens[id(data)] = (data, token)
+            return token
+
+    def _new_token(self) -> str:
+        self._issued = getattr(self, "_issued", 0) + 1
+        return f"d{self._issued}"
 
     def _start(self) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}

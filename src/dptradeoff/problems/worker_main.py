@@ -163,7 +163,8 @@ class Worker:
 
     def train(self, point, token, state):
         rng = generator(state)
-        handle = len(self.models)
+        self.issued = getattr(self, "issued", 0) + 1
+        handle = self.issued
         self.models[handle] = self.target.train(point, self._data(token), rng)
         return {"handle": handle, "state": plain(rng.bit_generator.state)}
 

@@ -82,12 +82,18 @@ def calibrated(problem: Problem, accountant: Accountant, point: dict, *, n: int,
     if not callable(hook):
         found = calibrate_noise(accountant, lambda z: training_event(problem, {**point, "noise": z}, n), epsilon, delta)
         return None if found is None else ({**point, "noise": found.noise}, found.epsilon)
-    answer = hook(dict(point), n=n, epsilon=epsilon, delta=delta)
+    try:
+        answer = hook(dict(point), n=n, epsilon=epsilon, delta=delta)
+    except UserError:
+        raise
+    except Exception as exc:
+        raise UserError(f"The calibrate() of {problem.name}'s oracle raised for {point} at epsilon {epsilon:g} "
+                        f"({type(exc).__name__}: {exc}); fix it.") from None
     if answer is None:
         return None
     answer = {**point, **dict(answer)}
     achieved = accountant.epsilon(training_event(problem, answer, n), delta)
-    if achieved > epsilon * (1 + 1e-9):
+    if not achieved <= epsilon * (1 + 1e-9):   # NaN fails too
         raise UserError(f"The calibrate() of {problem.name}'s oracle returned {answer} for epsilon {epsilon:g} at delta "
                         f"{delta:g}, but the accountant gives its training epsilon {achieved:.6g}; make calibrate return "
                         f"a point whose event is within the target.")
