@@ -175,3 +175,36 @@ def test_a_job_failing_on_the_cluster_shows_its_rule_and_log(slurm, tmp_path):
     assert "Error in rule evaluate_random_batch" in out, out[-4000:]
     assert "The utility oracle of broken returned" in out, out[-4000:]   # the job's log, printed here
     assert "logs/dpareto/broken/random/0/evals/0.log" in out
+
+
+def test_a_problem_in_its_own_environment_is_evaluated_on_slurm(slurm, tmp_path, monkeypatch):
+    """An oracle that needs numpy >= 2, in its own environment (built when the config is loaded, on this
+    host), evaluated by SLURM jobs that start its worker on the node, as any problem's evaluations are."""
+    from test_environments import DOMAIN, NEEDS_NUMPY2, ORACLE, _wheel
+
+    from dptradeoff.problems.tables import read_frame
+
+    house = tmp_path / "wheelhouse"
+    house.mkdir()
+    shutil.copy(sorted((REPO / ".venv" / "test-wheels").glob("numpy-2*.whl"))[0], house)
+    _wheel(house, "needs-numpy2", "0.1", ["numpy>=2"], {"needs_numpy2/__init__.py": NEEDS_NUMPY2})
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(house))
+    monkeypatch.setenv("DPTRADEOFF_ENVS", str(tmp_path / "envs"))
+    requirements = tmp_path / "centroid.txt"
+    requirements.write_text("needs-numpy2==0.1\n")
+    config = tmp_path / "centroid.yaml"
+    config.write_text(yaml.safe_dump({
+        "studies": ["dpareto"],
+        "dpareto": {"problems": ["centroid"], "initial_points": 4, "iterations": 2, "candidates": 200, "gp_restarts": 1},
+        "problems": {"centroid": {"oracle": ORACLE, "environment": str(requirements), "dataset": "adult",
+                                  "repeats": 2, "domain": DOMAIN}},
+        "random_sampling": {"points": 4, "points_per_job": 2, "uniform": False},
+    }))
+    since = time.strftime("%Y-%m-%dT%H:%M:%S")
+    done = _snakemake(tmp_path / "work", "all", f"--configfile={config}")
+    assert done.returncode == 0, done.stdout[-5000:]
+    on_cluster = {j["comment"].split("_wildcards")[0][5:] for j in _sacct(since) if j["state"] == "COMPLETED"}
+    assert {"evaluate_random_batch", "bo_evaluate"} <= on_cluster, on_cluster
+    chain = read_frame(str(tmp_path / "work/results/dpareto/centroid/dpareto/0/evaluations.parquet"))
+    assert len(chain) == 6 and chain["failure"].isna().all() and (chain["epsilon"] == chain["eps"]).all()
