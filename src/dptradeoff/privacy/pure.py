@@ -75,7 +75,9 @@ def laplace_rdp(noise_multiplier: float, orders) -> np.ndarray:
     # formula's sum minus 1 is (alpha g((alpha - 1) eps) + (alpha - 1) g(-alpha eps)) / (2 alpha - 1),
     # g(x) = e^x - 1 - x >= 0, a sum of non-negative terms.
     small = orders * eps <= 0.5
-    a = np.where(small, orders, 2.0)                # elsewhere a placeholder, never used
+    # outside `small` the series is not used (the last np.where takes `general`): a = 2 there only keeps
+    # its arithmetic finite
+    a = np.where(small, orders, 2.0)
     u, v = np.where(small, (a - 1) * eps, 0.0), np.where(small, -a * eps, 0.0)
     excess = (a * _expm1_minus_x(u) + (a - 1) * _expm1_minus_x(v)) / (2 * a - 1)
     return np.where(small, np.log1p(excess) / (a - 1), general)
