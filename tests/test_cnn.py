@@ -118,16 +118,34 @@ def test_cnn_trainer_runs_the_lots_and_steps_dpsgd_accounts_for(monkeypatch):
 
 
 def test_cnn_trainer_noise_is_2Lz_over_m_per_coordinate(monkeypatch):
-    """With zero gradients one step moves every parameter by -lr (N(0, (2 L z)^2)) / m: the replace-one
-    sensitivity 2L that dpsgd's noise multiplier z is calibrated for."""
+    """With zero gradients every step moves every parameter by -lr (N(0, (2 L z)^2)) / m: the replace-one
+    sensitivity 2L that dpsgd's noise multiplier z is calibrated for. Checked tensor by tensor, each
+    bias on its own (fc2.bias has 10 coordinates: 16 steps, n = m so one step an epoch, a checkpoint
+    after each), so a tensor without noise or at another scale fails however small it is."""
+    from scipy import stats
+
     _recording_trainer(monkeypatch)
-    n, hp = 8, DPSGDHyper(epochs=1, lot_size=8, learning_rate=0.5, noise=1.3, clip=0.7)
-    trained = cnn.train(np.zeros((n, 784), dtype=np.float32), np.zeros(n, dtype=int), hp, seed=2)
+    n, steps = 8, 16
+    hp = DPSGDHyper(epochs=steps, lot_size=n, learning_rate=0.5, noise=1.3, clip=0.7)
+    seen = []
+    trained = cnn.train(np.zeros((n, 784), dtype=np.float32), np.zeros(n, dtype=int), hp, seed=2,
+                        checkpoint=lambda e, model: seen.append({k: v.detach().clone() for k, v in model.named_parameters()}))
     start = _net(seed=2, dtype=torch.float32)
-    moves = torch.cat([(p1 - p0).detach().flatten() for p0, p1 in zip(start.parameters(), trained.parameters())]).double()
+    path = [{k: v.detach() for k, v in start.named_parameters()}] + seen
+    assert len(seen) == steps, f"{len(seen)} steps (checkpoints), the accountant counts {steps}"
+    assert all(torch.equal(p, seen[-1][k]) for k, p in trained.named_parameters())
     sigma = hp.learning_rate * 2 * hp.clip * hp.noise / hp.lot_size
-    assert len(moves) == 1_199_882
-    assert abs(float(moves.std()) / sigma - 1) < 0.01 and abs(float(moves.mean())) < 5 * sigma / math.sqrt(len(moves))
+    total, errors = 0, []
+    for k, _ in start.named_parameters():
+        u = torch.stack([b[k] - a[k] for a, b in zip(path[:-1], path[1:])]).double().flatten() / sigma
+        total += len(u)
+        q, low, high = float((u * u).sum()), stats.chi2.ppf(5e-7, len(u)), stats.chi2.isf(5e-7, len(u))
+        if not low < q < high:   # chi-square(N), two-sided at 1e-6
+            errors.append(f"{k}: noise std {math.sqrt(q / len(u)):.4g} x 2Lz/m (want 1) over {len(u)} draws")
+        elif abs(float(u.mean())) > 5.5 / math.sqrt(len(u)):
+            errors.append(f"{k}: noise mean {float(u.mean()):.3g} x 2Lz/m")
+    assert not errors, "; ".join(errors)
+    assert total == steps * 1_199_882
 
 
 def test_cnn_trainer_is_deterministic_and_scores():

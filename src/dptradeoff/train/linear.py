@@ -90,10 +90,21 @@ def train_trace(x: np.ndarray, y: np.ndarray, loss: str, optimizer: str, hp: DPS
                   checkpoints=np.array([e * steps_per_epoch for e in epochs], np.int64))[0]
 
 
-def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None, checkpoints=None):
+def trace_states(x: np.ndarray, y: np.ndarray, loss: str, optimizer: str, hp: DPSGDHyper, runs: int,
+                 rng: np.random.Generator, checkpoints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The weights and Adam's first moments (len(checkpoints), runs, d + 1) after each of `checkpoints`
+    (increasing step counts) of `train_trace`'s training: the training state a white-box audit reads
+    (audit/whitebox.py). With SGD the moments stay zero."""
+    moments = np.zeros((len(checkpoints), runs, x.shape[1] + 1))
+    w = _train(x, y, loss, optimizer, hp, runs, rng, checkpoints=np.asarray(checkpoints, np.int64), moments=moments)[0]
+    return w, moments
+
+
+def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None, checkpoints=None, moments=None):
     """`train`, also returning the lots (runs, steps, m) and noise (runs, steps, d + 1) it drew when
     `record`; `csr` forces the row storage (None: CSR below CSR_BELOW_DENSITY). With `checkpoints`
-    (increasing step counts) the weights after each, from `_trace_kernel`."""
+    (increasing step counts) the weights after each, from `_trace_kernel`, and, into `moments` where
+    given, Adam's first moments after each."""
     if loss not in LOSSES or optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown loss/optimizer {loss!r}/{optimizer!r}")
     x = np.ascontiguousarray(x, dtype=np.float32)
@@ -118,7 +129,8 @@ def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None, checkpo
     if checkpoints is None:
         w = _kernel(*common, record, lots, noise)
     else:
-        w = _trace_kernel(*common, checkpoints, lots if record else lots[:0], noise if record else noise[:0])
+        w = _trace_kernel(*common, checkpoints, lots if record else lots[:0], noise if record else noise[:0],
+                          np.zeros((0, runs, d + 1)) if moments is None else moments)
     return w, lots, noise
 
 
@@ -265,10 +277,11 @@ def _kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, c
 
 @numba.njit(**_FAST)
 def _trace_kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, clip, z, lr,
-                  beta1, beta2, kappa, runs, seed, rng, checkpoints, lots, noise):
+                  beta1, beta2, kappa, runs, seed, rng, checkpoints, lots, noise, moments):
     """Weights (len(checkpoints), runs, d + 1) after each checkpoint step: the replications advance
     together, step by step, so the draws of the first T steps are the same whatever the total, and
-    the weights at checkpoint T are those of a training of T steps from the same Generator state."""
+    the weights at checkpoint T are those of a training of T steps from the same Generator state.
+    Adam's first moments at each checkpoint go into `moments` unless it is empty."""
     rows = (dense, indptr, indices, values)
     limit = clip / norms
     w = np.zeros((runs, d + 1 + BLOCK))
@@ -286,6 +299,8 @@ def _trace_kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps
                   noise[r, t - 1] if record else spare_noise)
         while c < len(checkpoints) and checkpoints[c] == t:
             out[c] = w[:, :d + 1]
+            if moments.shape[0] > 0:
+                moments[c] = mu
             c += 1
     return out
 
