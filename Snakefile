@@ -22,6 +22,7 @@ include: "workflow/rules/expost.smk"
 include: "workflow/rules/proposetest.smk"
 include: "workflow/rules/taylor.smk"
 include: "workflow/rules/release.smk"
+include: "workflow/rules/audit.smk"
 include: "workflow/rules/targets.smk"
 
 

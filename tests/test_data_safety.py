@@ -6,12 +6,17 @@ import io
 import tarfile
 import zipfile
 
+import numpy as np
 import pytest
 import yaml
 
 from dptradeoff import UserError
 from dptradeoff.data.archives import extract_member
+from dptradeoff.data.build import build
+from dptradeoff.data.dataset import DatasetSettings
 from dptradeoff.data.download import fetch
+from dptradeoff.io import matrix_table, read_matrix, write_table
+from upstream import files
 
 
 def test_checksum_mismatch_names_file_and_both_hashes_and_leaves_nothing(http_server, tmp_path):
@@ -94,6 +99,38 @@ def test_safe_archive_extracts(tmp_path):
     archive.write_bytes(_tar_with("regression/README"))
     out = extract_member(archive, "regression/Twitter/Twitter.data", tmp_path / "out")
     assert out.read_bytes() == b"1,2"
+
+
+def test_a_nan_or_infinite_feature_stops_the_build_naming_where_and_writes_neither_split(tmp_path):
+    """Gisette's real files with a NaN and an inf in its test rows: the train rows, fine and built first,
+    are not written either. Training on them would have made every weight NaN (0 * inf), silently."""
+    made = files.gisette_files(3, 3)
+    rows = [line.split() for line in made["gisette_valid.data"].decode().splitlines()]
+    rows[1][4], rows[2][9] = "nan", "-inf"
+    made["gisette_valid.data"] = "".join(" ".join(r) + " \n" for r in rows).encode()
+    inputs = []
+    for name, content in made.items():
+        (tmp_path / name).write_bytes(content)
+        inputs.append(str(tmp_path / name))
+    out = tmp_path / "results"
+    with pytest.raises(UserError) as stopped:
+        build("gisette", DatasetSettings(source="real"), 0, inputs,
+              {"train": str(out / "train.parquet"), "test": str(out / "test.parquet")})
+    assert str(stopped.value) == (
+        "The test rows of gisette read from gisette_train.data, gisette_train.labels, gisette_valid.data, "
+        "gisette_valid.labels have non-finite features (NaN or inf) in 2 rows and 2 columns, the first at row index 1, "
+        "column index 4, so nothing was written; fix or drop those values in the source and rebuild.")
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_data_file_with_a_non_finite_feature_stops_its_reader_naming_it(tmp_path):
+    x = np.ones((5, 3))
+    x[3, 2] = np.inf
+    write_table(matrix_table(x, np.zeros(5)), tmp_path / "train.parquet", {})
+    with pytest.raises(UserError, match=r"train.parquet has non-finite features \(NaN or inf\) in 1 row and 1 column, "
+                                        r"the first at row index 3, column index 2, which training turns into NaN weights; "
+                                        r"delete it and rebuild it"):
+        read_matrix(tmp_path / "train.parquet")
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,9 @@ config/README.md.
   headings.
 - README.md stays a front door: at most 250 lines, linking every page under docs/, and it keeps
   the test command `.ci/run` runs.
+- No page and no report caption (workflow/report/*.rst) states a release's number of trials K
+  ("made one trial", "K = 3") or the numbers of its non-private reference: the guarantee assumes K
+  stays hidden, and the reference is not private (docs/release.md, "What a release hides").
 - Every command in a fenced shell block names something real:
   - `snakemake` (also `./in-env snakemake`, `./in-env python -m snakemake`): every option is one of
     `snakemake --help`; every `--configfile` file and `--profile` folder exists; a target without
@@ -162,6 +165,26 @@ def test_readme_links_every_docs_page():
               for m in LINK.finditer(_prose(README)) if m.group(1)}
     missing = [_rel(p) for p in sorted((REPO / "docs").glob("*.md")) if p.resolve() not in linked]
     assert not missing, f"README.md: no link to {', '.join(missing)}"
+
+
+NUMBER = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|\d+)"
+STATES_K = (re.compile(r"\bK\s*(?:=|was|is)\s*\d"), re.compile(r"\btrials_run\b"),
+            re.compile(rf"\b(?:made|makes|ran|runs|took|takes|drew|draws|with)\b.{{0,40}}?\b{NUMBER}\s+trials?\b(?!')", re.I))
+NON_PRIVATE_REFERENCE = re.compile(r"\breference\b", re.I), re.compile(r"non-private|not private|ignores the tuning|"
+                                                                      r"without counting", re.I)
+REPORT_CAPTIONS = sorted((REPO / "workflow" / "report").glob("*.rst"))
+
+
+@pytest.mark.parametrize("doc", DOC_FILES + REPORT_CAPTIONS, ids=_ids(DOC_FILES + REPORT_CAPTIONS))
+def test_no_page_states_a_releases_number_of_trials_or_its_non_private_reference(doc):
+    text = _prose(doc) if doc.suffix == ".md" else doc.read_text(encoding="utf-8")
+    bad = []
+    for sentence in re.split(r"(?<=[.!?])\s+|\|", " ".join(text.split())):   # sentences and table cells
+        if any(pattern.search(sentence) for pattern in STATES_K):
+            bad.append(f"states a number of trials: {sentence!r}")
+        if all(pattern.search(sentence) for pattern in NON_PRIVATE_REFERENCE) and re.search(r"\d\.\d", sentence):
+            bad.append(f"states the non-private reference's numbers: {sentence!r}")
+    assert not bad, f"{_rel(doc)}: " + "; ".join(bad) + " (docs/release.md, \"What a release hides\")"
 
 
 def test_readme_keeps_the_ci_test_command():

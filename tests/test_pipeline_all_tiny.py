@@ -21,6 +21,7 @@ TINY = {
         "svt": {"repeats": 5},
     },
     "random_sampling": {"points": 8, "points_per_job": 8},
+    "audit": {"problems": ["adult-logreg-sgd"], "front_points": 2, "runs": 40},
     "illustrations": {"grid": 3, "initial_points": 8, "surface_resolution": 5},
     "statistics": {"comparison_parts": 2, "batch_comparison": {"problem": "adult-logreg-sgd", "batch_size": 2}},
     "expost": {
@@ -115,6 +116,12 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     assert "reads the private counts" in (work / "tables/expost_table1.csv").read_text().splitlines()[0]
     assert by_method.loc[("S8000", "doubling"), "paper_answers"] == 14.77
     assert "embedded" in by_method.loc[("Reddit", "doubling"), "source"]
+    # the audit (docs/audit.md): two front points of adult-logreg-sgd, white-box, each below its proof
+    audit = read(str(work / "tables/audit-adult-logreg-sgd.csv"))
+    assert len(audit) == 2 and (audit["trainings"] == 80).all() and audit["audit"].str.startswith("white-box").all()
+    assert (audit["epsilon_lb"] <= audit["epsilon"]).all() and (audit["epsilon"] > 0).all()
+    assert (work / "figures/audit-adult-logreg-sgd.pdf").read_bytes().startswith(b"%PDF")
+    assert "PRIVACY VIOLATION" not in (work / "tables/front-adult-logreg-sgd.md").read_text()
     # the release (docs/release.md): adult LogReg+SGD from its front on a 20 % tuning split, total epsilon 1
     import json
 

@@ -306,3 +306,50 @@ def test_a_user_oracles_vectorised_epsilons_reach_the_acquisition(tmp_path):
     model = exact_privacy.for_problem(problem, None, 5000, np.array([[0.5]]))
     assert isinstance(model, exact_privacy.VectorisedOracle)
     assert model.ranking(np.array([[0.3], [0.7]])).tolist() == [0.3, 0.7]
+
+
+NON_FINITE_PREPARE = '''import dataclasses
+
+import numpy as np
+
+
+def prepare(data):   # log features: log(0) = -inf, log(-1) = NaN
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return dataclasses.replace(data, x_train=np.log(data.x_train))
+
+
+def epsilon(point, *, n, delta):
+    return 1.0
+
+
+def utility(point, data, rng):
+    raise AssertionError("trained on non-finite features")
+'''
+
+
+def test_non_finite_features_stop_a_problem_of_your_own_before_any_training(tmp_path):
+    """From its data file, or made by its oracle's prepare(): one sentence naming where, and the fix,
+    before the first training (every training entry loads its data through `load_data` first).
+    Training on them would have made every weight NaN, silently."""
+    from dptradeoff import paths
+    from dptradeoff.io import matrix_table, write_table
+    from dptradeoff.problems.evaluate import load_data
+
+    x = np.ones((6, 3))
+    x[2, 1], x[4, 1] = 0.0, -1.0
+    for part in ("train", "test"):
+        write_table(matrix_table(x, np.arange(6) % 2), paths.data("adult", part, str(tmp_path)), {})
+    oracle = tmp_path / "logged.py"
+    oracle.write_text(NON_FINITE_PREPARE)
+    problem = resolve("logged", {"oracle": str(oracle), "dataset": "adult", "domain": {"clip": {"low": 0.1, "high": 1.0}}})
+    with pytest.raises(UserError) as stopped:
+        load_data(problem, str(tmp_path))
+    assert str(stopped.value) == (
+        f"The prepare() of logged's oracle turns the finite features of {tmp_path}/adult/train.parquet into non-finite "
+        "ones (NaN or inf) in 2 rows and 1 column, the first at row index 2, column index 1 of its training rows, which "
+        "training turns into NaN weights; make prepare() return finite features (impute, clip or drop them).")
+    x[5, 0] = np.nan
+    write_table(matrix_table(x, np.arange(6) % 2), paths.data("adult", "train", str(tmp_path)), {})
+    with pytest.raises(UserError, match=r"adult/train.parquet has non-finite features \(NaN or inf\) in 1 row and 1 "
+                                        r"column, the first at row index 5, column index 0"):
+        load_data(problem, str(tmp_path))

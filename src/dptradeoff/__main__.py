@@ -33,15 +33,21 @@ def _calibrate(args) -> None:
 
 
 def _front(args) -> None:
-    from .front_cli import front
+    from .cli.front import front
 
     front(args)
 
 
 def _release(args) -> None:
-    from .release.cli import release_command
+    from .cli.release import release_command
 
     release_command(args)
+
+
+def _audit(args) -> None:
+    from .cli.audit import audit_command
+
+    audit_command(args)
 
 
 def _compare_runs(args) -> None:
@@ -102,6 +108,18 @@ def main(argv=None) -> int:
                    help="the config(s) the tuning study ran with, merged over config/config.yaml (repeatable)")
     p.add_argument("--out", help="the folder the release is written to (default: results/release/<problem>/cli-eps<E>-delta<D>)")
     p.set_defaults(func=_release)
+    p = sub.add_parser("audit", help="audited lower bounds on epsilon (95 %% confidence) beside the proven ones, for a "
+                                     "problem's front points or given hyperparameters (docs/audit.md)")
+    p.add_argument("--problem", required=True, help="a problem of the study (built-in or under problems: in the config)")
+    p.add_argument("--point", nargs="+", metavar="NAME=VALUE",
+                   help="hyperparameters to audit (every parameter of the problem's domain) instead of the front's points")
+    p.add_argument("--front-points", type=int, help="front points audited (default: audit.front_points; 0 with --point)")
+    p.add_argument("--runs", type=int, help="white-box audits: trainings per hypothesis (default: audit.runs)")
+    p.add_argument("--configfile", action="append", default=[],
+                   help="the config(s) the study ran with, merged over config/config.yaml (repeatable)")
+    p.add_argument("--seed", type=int, default=None, help="root seed of the audit's trainings (default: the config's)")
+    p.add_argument("--out", help="write the table and figure as OUT.csv, OUT.md and OUT.pdf")
+    p.set_defaults(func=_audit)
     p = sub.add_parser("compare-runs", help="two runs' results/, tables/ and figures/ compared on their data, timing "
                                             "columns aside (exit 1 when they differ)")
     p.add_argument("before", help="the first run's working directory")

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -119,13 +120,45 @@ def matrix_table(x: np.ndarray, y: np.ndarray, feature_names: list[str] | None =
     return table
 
 
-def read_matrix(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """Read a table written by `matrix_table`: returns (x float32 [n, d], y)."""
-    table = read_parquet(path)
+def matrix_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """A `matrix_table` as (x float32 [n, d], y)."""
     col = table.column("x").combine_chunks()
     d = col.type.list_size
     x = col.flatten().to_numpy(zero_copy_only=False).reshape(-1, d)
     return x, table.column("y").to_numpy()
+
+
+def read_matrix(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """Read a table written by `matrix_table`: returns (x float32 [n, d], y). A file with a NaN or
+    infinite feature (one built before the build refused them, or put there by hand) stops here."""
+    x, y = matrix_arrays(read_parquet(path))
+    if where := nonfinite(x):
+        raise UserError(f"{path} has non-finite features (NaN or inf) in {where}, which training turns into NaN "
+                        f"weights; delete it and rebuild it from finite source data (the build stops on such values).")
+    return x, y
+
+
+@dataclass(frozen=True)
+class NonFinite:
+    """Where a feature matrix holds NaN or infinite values: how many rows and columns, and the first."""
+    rows: int
+    columns: int
+    row: int
+    column: int
+
+    def __str__(self) -> str:
+        return (f"{self.rows} row{'s' * (self.rows != 1)} and {self.columns} column{'s' * (self.columns != 1)}, "
+                f"the first at row index {self.row}, column index {self.column}")
+
+
+def nonfinite(x) -> NonFinite | None:
+    """Where the features `x` (rows x columns) are NaN or infinite, or None where every one is finite
+    (or `x` is no float array: an oracle's `prepare` may return tensors or tokens)."""
+    if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or x.size == 0 or np.isfinite(x.min()) and np.isfinite(x.max()):
+        return None   # min and max are NaN where any value is, and one of them infinite where any value is
+    bad = ~np.isfinite(x.reshape(x.shape[0] if x.ndim else 1, -1))
+    row, column = np.argwhere(bad)[0]
+    return NonFinite(int(bad.any(axis=1).sum()), int(bad.any(axis=0).sum()), int(row), int(column))
 
 
 def write_frame(frame: pd.DataFrame, path: str | os.PathLike, provenance: dict) -> None:

@@ -141,12 +141,14 @@ class ReleaseFiles:
 
     @property
     def diagnostics(self) -> str:
-        """K, the run time and the non-private reference: kept private (not covered by the guarantee)."""
+        """K, the run time and the non-private reference: an experiment's (seeded randomness) only, kept
+        private (not covered by the guarantee); a release under `randomness: os` writes none."""
         return f"{self.folder}/diagnostics.json"
 
-    def files(self) -> dict:
+    def files(self, diagnostics: bool = True) -> dict:
+        """The release's files by name; `diagnostics`: with diagnostics.json (`ReleaseSettings.keeps_diagnostics`)."""
         return {"record": self.record, "model": self.model, "candidates": self.candidates,
-                "diagnostics": self.diagnostics}
+                **({"diagnostics": self.diagnostics} if diagnostics else {})}
 
 
 RELEASE = ReleaseFiles("{problem}")

@@ -10,12 +10,14 @@ from . import UserError
 
 
 @contextlib.contextmanager
-def rule_context(snakemake):
-    """Log to the rule's log file (and stderr); a UserError ends the job with its one sentence, no traceback."""
+def rule_context(snakemake, timestamps: bool = True):
+    """Log to the rule's log file (and stderr); a UserError ends the job with its one sentence, no traceback.
+    `timestamps=False`: lines without the time (a release's, whose spacing would reveal its number of trials)."""
     handlers = [logging.StreamHandler(sys.stderr)]
     if snakemake.log:
         handlers.append(logging.FileHandler(str(snakemake.log[0]), mode="w"))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", handlers=handlers, force=True)
+    logging.basicConfig(level=logging.INFO, format=("%(asctime)s " if timestamps else "") + "%(name)s: %(message)s",
+                        handlers=handlers, force=True)
     try:
         yield
     except UserError as exc:

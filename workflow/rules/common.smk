@@ -238,7 +238,16 @@ def front_evaluations(problem):
 
 def front_inputs(wildcards):
     return {**front_evaluations(wildcards.problem), "queries": query_files(wildcards.problem),
-            "data": problem_data(wildcards.problem)}
+            "data": problem_data(wildcards.problem), "audit": audit_table(wildcards.problem)}
+
+
+def audit_table(problem):
+    """The problem's audit table where audit.problems lists it (its front table carries a violation's warning)."""
+    return [paths.table(f"audit-{problem}", "csv")] if problem in config["audit"]["problems"] else []
+
+
+def audit_inputs(wildcards):
+    return {**front_evaluations(wildcards.problem), "data": problem_data(wildcards.problem)}
 
 
 # Papers 004 and 002: the rows and runs of their tables and figures.

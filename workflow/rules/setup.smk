@@ -34,6 +34,9 @@ GRID_SPACING = config["dpareto"]["grid_spacing"]
 METRIC_SETTINGS = MetricSettings.from_config(config["statistics"])
 # The release's settings (docs/release.md), or None for a config without `release:`.
 RELEASE_SETTINGS = ReleaseSettings.from_config(config) if "release" in config else None
+# Whether the release writes diagnostics.json (K, its run time, a non-private reference): an experiment's
+# only, never under release.randomness: os.
+RELEASE_DIAGNOSTICS = RELEASE_SETTINGS is None or RELEASE_SETTINGS.keeps_diagnostics
 
 # Every problem this config can name: the built-ins and those its `problems:` entries define
 # (config.check has resolved each definition once already, so these cannot fail).

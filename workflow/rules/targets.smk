@@ -45,9 +45,14 @@ def release_targets():
             *paths.tables(f"release-{problem}")]
 
 
+def audit_targets():
+    return [path for problem in config["audit"]["problems"]
+            for path in [paths.figure(f"audit-{problem}"), *paths.tables(f"audit-{problem}")]]
+
+
 STUDY_TARGETS = {"dpareto": dpareto_targets, "illustrations": illustration_targets, "batch": batch_targets,
                  "expost": expost_targets, "proposetest": proposetest_targets, "taylor": taylor_targets,
-                 "release": release_targets}
+                 "release": release_targets, "audit": audit_targets}
 
 
 def all_targets():

@@ -1,5 +1,6 @@
 import logging
 
+from dptradeoff.audit.study import recorded_violation
 from dptradeoff.plots.front import front_figure, front_table, trivial_predictor, trivial_warning
 from dptradeoff.problems import resolve
 from dptradeoff.problems.evaluate import load_data
@@ -14,7 +15,8 @@ with rule_context(snakemake):
     queries = [read_frame(path) for path in i.queries]
     trivial = trivial_predictor(problem, load_data(problem), p.utility_floor)
     front_figure(w.problem, problem.utility, evaluations, queries, snakemake.output.figure, p.config_label, trivial)
-    warning = trivial_warning(evaluations, trivial)
+    warnings = [recorded_violation(w.problem, path) for path in i.audit] + [trivial_warning(evaluations, trivial)]
+    warning = " ".join(text for text in warnings if text)
     if warning:
         logging.getLogger("dptradeoff").warning("%s: %s", w.problem, warning)
     floor = (f" The {trivial[1]}'s utility is {trivial[0]:.4g} (error {1 - trivial[0]:.4g}): a front point is worth "

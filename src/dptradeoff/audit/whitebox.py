@@ -38,13 +38,15 @@ def canary_norm_for(hp: DPSGDHyper, optimizer: str, n: int) -> float:
     (a share a / sqrt(a^2 + 1)), but not so large that the weight there, moved by the noise and the canary,
     fits it (a w >> 1) and its gradient falls below the clipping norm. The weight's expected spread after T
     steps is lr sqrt(T) for Adam (steps of about lr each) and lr (2 L z sqrt(T) + L T m / n) / m for SGD;
-    a = 1 / spread, between 3 and CANARY_NORM."""
+    a = 1 / spread, between 3 and CANARY_NORM, and at least 4 L."""
     steps = hp.steps(n)
     if optimizer == "adam":
         spread = hp.learning_rate * math.sqrt(steps)
     else:
         spread = hp.learning_rate * hp.clip * (2 * hp.noise * math.sqrt(steps) + steps * hp.lot_size / n) / hp.lot_size
-    return float(min(CANARY_NORM, max(3.0, 1.0 / max(spread, 1e-12))))
+    # at least 4 L: then a loss derivative |c| >= 1/4 (a score within about 1 of the boundary) still
+    # reaches the clipping norm, whatever the spread
+    return float(max(4.0 * hp.clip, min(CANARY_NORM, max(3.0, 1.0 / max(spread, 1e-12)))))
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def train_and_score(x, y, loss: str, optimizer: str, hp: DPSGDHyper, runs: int, 
     who assumes the mechanism `model` states (default: hp's own clipping norm and noise; an audit of a
     planted bug trains with one and assumes the other)."""
     model = model or hp
-    canary_norm = canary_norm or canary_norm_for(hp, optimizer, len(y) + 1)
+    canary_norm = canary_norm or canary_norm_for(model, optimizer, len(y) + 1)   # the adversary chooses it
     wide, y_in, y_out = canary_datasets(x, y, canary_norm)
     n = len(y_in)
     steps, q, sigma = hp.steps(n), hp.lot_size / n, 2.0 * model.clip * model.noise

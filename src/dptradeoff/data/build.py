@@ -7,11 +7,12 @@ tables and figures print. What each dataset reads and makes is its `Dataset` obj
 """
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
 from .. import UserError
-from ..io import sha256_file, write_table
+from ..io import matrix_arrays, nonfinite, sha256_file, write_table
 from ..seeds import rng as make_rng
 from .catalog import CATALOG
 from .dataset import Dataset, DatasetSettings
@@ -40,6 +41,22 @@ def build(name: str, settings: DatasetSettings, seed: int, inputs: list[str], ou
     rng = make_rng(seed, "data", name)
     base = {"dataset": name, "source": settings.source, "input_sha256": {p.name: sha256_file(p) for p in paths},
             "seed": seed}
-    for output, made in source.tables(settings, {p.name: p for p in paths}, rng).items():
+    tables = source.tables(settings, {p.name: p for p in paths}, rng)
+    for output, made in tables.items():   # every table checked before any is written: nothing half-built
+        _check_finite(name, output, made.table, [p.name for p in paths])
+    for output, made in tables.items():
         write_table(made.table, outputs[output], {**base, **made.meta, "source_label": source.label(settings)})
         log.info("%s %s: %d rows -> %s", name, output, made.table.num_rows, outputs[output])
+
+
+def _check_finite(name: str, output: str, table, inputs: list[str]) -> None:
+    """A NaN or infinite feature would make every weight trained on it NaN (0 * inf in DP-SGD's clipped
+    sum), silently: the build stops instead, naming where."""
+    if "x" not in table.column_names:
+        return
+    if where := nonfinite(matrix_arrays(table)[0]):
+        names = json.loads((table.schema.metadata or {}).get(b"feature_names", b"null"))
+        feature = f" ({names[where.column]})" if names else ""
+        raise UserError(f"The {output} rows of {name} read from {', '.join(inputs) or 'its generator'} have non-finite "
+                        f"features (NaN or inf) in {where}{feature}, so nothing was written; fix or drop those values "
+                        f"in the source and rebuild.")

@@ -30,12 +30,14 @@ def provenance_text(sources: list[str], config: str) -> str:
 
 def save(fig, path: str, caption: str, sources: list[str], config: str) -> None:
     """Write the figure as PDF atomically, the caption as its title, the data sources and config in a
-    footer and in the PDF metadata (Subject: caption and provenance)."""
+    footer and in the PDF metadata (Subject: caption and provenance). No CreationDate: the file's bytes
+    are its figure's alone (a release's figure must not date its run, docs/release.md)."""
     fig.suptitle(caption, fontsize=9)
     text = provenance_text(sources, config)
     fig.tight_layout(rect=(0, 0.03, 1, 0.95))  # room for the suptitle and the footer
     fig.text(0.01, 0.005, text, fontsize=6, color="0.35", ha="left", va="bottom", wrap=True)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="pdf", bbox_inches="tight",
-                    metadata={"Title": caption.split(".")[0], "Subject": f"{caption} {text}", "Creator": "dptradeoff"})
+                    metadata={"Title": caption.split(".")[0], "Subject": f"{caption} {text}", "Creator": "dptradeoff",
+                              "CreationDate": None})
     plt.close(fig)

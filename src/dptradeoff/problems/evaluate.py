@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .. import UserError, __version__, paths
-from ..io import read_matrix, read_provenance
+from ..io import nonfinite, read_matrix, read_provenance
 from ..seeds import derive_seed
 from .oracle import Data
 from .problem import Problem
@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 
 
 def load_data(problem: Problem, data_dir: str = paths.DATA_DIR) -> Data | None:
-    """The problem's dataset as its oracle prepares it (None for a problem without one)."""
+    """The problem's dataset as its oracle prepares it (None for a problem without one); a NaN or
+    infinite feature, in the file or from the oracle's `prepare`, stops it before any training."""
     if problem.dataset is None:
         return None
     train, test = (paths.data(problem.dataset, part, data_dir) for part in ("train", "test"))
@@ -38,7 +39,13 @@ def load_data(problem: Problem, data_dir: str = paths.DATA_DIR) -> Data | None:
     data = Data(xtr, ytr, xte, yte, meta.get("source", "unknown"), meta.get("source_label", "unknown"))
     if problem.rows is not None:
         data = problem.rows.select(data)
-    return problem.oracle.prepare(data)
+    prepared = problem.oracle.prepare(data)
+    for rows, x, path in (("training", prepared.x_train, train), ("test", prepared.x_test, test)):
+        if where := nonfinite(x):   # read_matrix found the file's features finite: prepare() made these
+            raise UserError(f"The prepare() of {problem.name}'s oracle turns the finite features of {path} into "
+                            f"non-finite ones (NaN or inf) in {where} of its {rows} rows, which training turns into "
+                            f"NaN weights; make prepare() return finite features (impute, clip or drop them).")
+    return prepared
 
 
 def error_floor(problem: Problem, utility_floor: float | None = None, data_dir: str = paths.DATA_DIR) -> float:

@@ -11,11 +11,14 @@ Roles of the data (each stated in every output):
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import time
+import warnings
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -36,8 +39,12 @@ from .trainers import calibrated, check_releasable, oracle_target, training_even
 log = logging.getLogger(__name__)
 
 NOT_COVERED = ("not covered by the total: the test accuracy (measured on the test rows) and everything about the "
-               "tuning rows; the number of trials K, the run time and the non-private reference are kept apart, in "
-               "diagnostics.json, because publishing them is not covered (the bound assumes K stays hidden)")
+               "tuning rows; the bound assumes the number of trials K stays hidden: {where}")
+KEEPING_K = {
+    "config-seed": "this experiment keeps K, the run time (which reveals K) and a non-private reference apart, in "
+                   "diagnostics.json: keep that file private",
+    "os": "no output states K, the run time or the number of trainings, and no non-private reference is made",
+}
 RANDOMNESS = {
     "config-seed": "every draw (K, the candidates drawn, DP-SGD's lots and noise, the score noise) derives from the "
                    "config's seed, so anyone holding the config and the data can replay it: an experiment, not a "
@@ -86,7 +93,7 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
     if set(tuning_problem.names) != set(problem.names):
         raise UserError(f"The tuning problem {tuning_problem.name} has parameters {tuning_problem.names}, but "
                         f"{problem.name} has {problem.names}; tune on a problem with the same parameters.")
-    start = time.perf_counter()
+    start = time.perf_counter()   # recorded only in an experiment's diagnostics (K shows in it)
     oracle = oracle_target(problem)
     private = private_data(problem, settings, data_dir)
     tuning_data = load_data(tuning_problem, data_dir)
@@ -118,12 +125,11 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
                             f"[0, 1] (its sensitivity, 1/validation rows, is what the score's noise is calibrated to).")
         return accuracy + rng.normal(0.0, settings.score_noise), (chosen, model)
 
-    selected = random_stopping(trial, settings.selection.eta, settings.selection.mean_trials,
-                               _selection_rng(settings, "release-selection", problem.name))
+    with _quiet_trials(settings):
+        selected = random_stopping(trial, settings.selection.eta, settings.selection.mean_trials,
+                                   _selection_rng(settings, "release-selection", problem.name))
     chosen, model = selected.output
     test_accuracy = float(oracle.score(model, private.test))
-    reference = reference_without_private_tuning(points, problem, private, settings, accountant,
-                                                 _selection_rng(settings, "release-reference", problem.name))
     front_eps, front_util = front["epsilon"].to_numpy(), front["utility"].to_numpy()
     record = {
         "problem": problem.name,
@@ -141,7 +147,7 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
                       "accounting": "RDP: trial = random choice among the candidates (largest RDP at each order) of "
                                     "training + Gaussian score; RepeatAndSelectDpEvent (Papernot & Steinke 2022, Thm 2); "
                                     f"converted by {accountant.conversion.name}",
-                      "not_covered": NOT_COVERED},
+                      "not_covered": NOT_COVERED.format(where=KEEPING_K[settings.randomness])},
         "selection": {"method": "random-stopping", "eta": settings.selection.eta,
                       "mean_trials": settings.selection.mean_trials, "describe": settings.selection.describe()},
         "eps0": plan.eps0,
@@ -161,11 +167,17 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
         "candidates_beat_trivial_predictor": beat_trivial,
         "package_version": __version__,
         "model": model,
-        "diagnostics": {"keep_private": "NOT covered by the release's guarantee: publishing any of these is not "
-                                        "covered (K, and the run time that reveals it, must stay hidden)",
-                        "trials_run": selected.trials, "seconds": time.perf_counter() - start,
-                        "reference_without_private_tuning": reference},
+        "diagnostics": None,
     }
+    if settings.keeps_diagnostics:
+        reference = reference_without_private_tuning(points, problem, private, settings, accountant,
+                                                     _selection_rng(settings, "release-reference", problem.name))
+        record["diagnostics"] = {
+            "keep_private": "NOT covered by the release's guarantee: publishing any of these is not covered (K, and "
+                            "the run time that reveals it, must stay hidden); an experiment's (seeded randomness), "
+                            "never written under release.randomness: os",
+            "trials_run": selected.trials, "seconds": time.perf_counter() - start,
+            "reference_without_private_tuning": reference}
     log.info("%s: released %s; test accuracy %.4f", problem.name, chosen.point, test_accuracy)
     return record
 
@@ -195,6 +207,16 @@ def reference_without_private_tuning(points, problem: Problem, private: PrivateD
                     "accuracy; its epsilon leaves the tuning out. A diagnostic, never released"}
 
 
+@contextlib.contextmanager
+def _quiet_trials(settings: ReleaseSettings):
+    """Under `os`, the trials' Python warnings are silenced: whether one was shown would hint at how
+    many trials ran (what an oracle prints itself, or a worker process, is the oracle's own)."""
+    with warnings.catch_warnings():
+        if not settings.keeps_diagnostics:
+            warnings.simplefilter("ignore")
+        yield
+
+
 def _selection_rng(settings: ReleaseSettings, *names) -> np.random.Generator:
     if settings.randomness == "os":
         import secrets
@@ -215,15 +237,20 @@ def _best_at(eps: np.ndarray, utility: np.ndarray, level: float) -> float:
 
 def write(record: dict, problem: Problem, folder_files: dict, provenance: dict) -> None:
     """The release's files: `model` (.npz of named arrays), `candidates` (Parquet), `diagnostics` (JSON,
-    kept private: K, the run time, the non-private reference), `record` (JSON, last)."""
+    kept private: K, the run time, the non-private reference; an experiment's only: a release under
+    `randomness: os` has none, and one left at that path by an earlier experiment is removed), `record`
+    (JSON, last). Nothing in them dates the run: no timestamp, no duration."""
     with atomic_path(folder_files["model"]) as tmp:
         with open(tmp, "wb") as f:
-            np.savez(f, **weights(problem, record["model"]))
+            np.savez(f, **weights(problem, record["model"]))   # its members carry zipfile's fixed 1980 date
     frame = pd.DataFrame([{**c["point"], "training_epsilon": c["training_epsilon"], "front_epsilon": c["front_epsilon"],
                            "front_utility": c["front_utility"], "origin": c["origin"]} for c in record["candidates"]])
     write_frame(frame, folder_files["candidates"], {**provenance, "eps0": record["eps0"]})
-    with atomic_path(folder_files["diagnostics"]) as tmp:
-        tmp.write_text(json.dumps(record["diagnostics"], indent=2, default=_json_default) + "\n")
+    if record["diagnostics"] is not None:
+        with atomic_path(folder_files["diagnostics"]) as tmp:
+            tmp.write_text(json.dumps(record["diagnostics"], indent=2, default=_json_default) + "\n")
+    elif folder_files.get("diagnostics"):
+        Path(folder_files["diagnostics"]).unlink(missing_ok=True)
     saved = {k: v for k, v in record.items() if k not in ("model", "diagnostics")}
     with atomic_path(folder_files["record"]) as tmp:
         tmp.write_text(json.dumps({**saved, "provenance": provenance}, indent=2, default=_json_default) + "\n")

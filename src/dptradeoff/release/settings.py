@@ -72,6 +72,12 @@ class ReleaseSettings:
     def tuning_problem(self) -> str:
         return self.tuning.tuning_problem(self.problem)
 
+    @property
+    def keeps_diagnostics(self) -> bool:
+        """Whether the release writes diagnostics.json (K, the run time, a non-private reference): an
+        experiment's (seeded) only; under `os` nothing it writes depends on K (docs/release.md)."""
+        return self.randomness != "os"
+
     @classmethod
     def from_config(cls, config: dict, **overrides) -> "ReleaseSettings":
         """Settings of `config['release']`, with `overrides` (problem, epsilon, delta) from the command line."""

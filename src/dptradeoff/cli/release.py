@@ -1,5 +1,6 @@
 """`dptradeoff release`: release a model from a finished tuning study, at a total (epsilon, delta)
-that covers the tuning on the private rows (`release.run`), outside Snakemake."""
+that covers the tuning on the private rows (`release.run`), outside Snakemake. What it prints, as
+what it writes, states no number of trials and no time."""
 from __future__ import annotations
 
 import os
@@ -10,9 +11,9 @@ from ..privacy.accountant import Accountant
 from ..privacy.conversions import conversion_named
 from ..problems import definition, resolve
 from ..problems.tables import read_frame
-from .run import release, write
-from .settings import ReleaseSettings
-from .trainers import check_releasable
+from ..release.run import release, write
+from ..release.settings import ReleaseSettings
+from ..release.trainers import check_releasable
 
 
 def output_folder(problem: str, epsilon: float, delta: float) -> str:
@@ -52,5 +53,6 @@ def release_command(args) -> None:
     print(f"eps0 (one trial's training alone, not the guarantee): {record['eps0']:.4g}")
     print(f"test accuracy (measured on {record['test_rows']} test rows, not covered): {record['test_accuracy']:.4f}")
     print(f"{guarantee['not_covered']}")
-    print(f"files: {folder}/ (release.json, model.npz, candidates.parquet, release.md, release.pdf; diagnostics.json "
-          f"holds K, the run time and a non-private reference: keep it private)")
+    kept = ("; diagnostics.json holds K, the run time and a non-private reference: keep it private"
+            if record["diagnostics"] is not None else "")
+    print(f"files: {folder}/ (release.json, model.npz, candidates.parquet, release.md, release.pdf{kept})")

@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 import os
 
-from . import UserError, paths
-from .config import load
-from .problems import definition, resolve
-from .problems.evaluate import load_data
-from .problems.tables import read_frame, succeeded
-from .study import evaluation_files, every_point
+from .. import UserError, paths
+from ..config import load
+from ..problems import definition, resolve
+from ..problems.evaluate import load_data
+from ..problems.tables import read_frame, succeeded
+from ..study import evaluation_files, every_point
 
 GUARANTEE = ("epsilon: computed by the problem's privacy oracle at its delta (a guarantee, as far as the oracle is "
              "correct); utility: a GP prediction, not a guarantee and not a measurement")
@@ -59,8 +59,8 @@ def _print_point(title: str, values: dict) -> None:
 
 
 def front(args) -> None:
-    from .bo.propose import Settings
-    from .bo.query import FrontQuery, front as pareto_front, query_rng
+    from ..bo.propose import Settings
+    from ..bo.query import FrontQuery, front as pareto_front, query_rng
 
     config = load(args.configfile)
     problem, evals, data = load_chain(config, args.problem, args.run)
@@ -70,6 +70,11 @@ def front(args) -> None:
     found = ", ".join(f"{m} {counts[m]}" for m in dict.fromkeys(everything["method"]))
     if missing:
         print(f"Not built, left out: {', '.join(missing)}.")
+    from ..audit.study import recorded_violation
+
+    audited = recorded_violation(args.problem, paths.table(f"audit-{args.problem}", "csv"))
+    if audited:
+        print(audited)
     if args.epsilon is None and args.utility is None:
         table = pareto_front(problem, everything)
         print(f"Pareto front of {problem.name} (every evaluated point of run {args.run}, {len(everything)} evaluations: "

@@ -1,0 +1,182 @@
+"""The audit study: for a problem's points (its front's, or given hyperparameters), the audited lower
+bound on epsilon at 95 % confidence beside the proven epsilon (docs/audit.md).
+
+Which audit a problem gets is decided by what its oracle is: the built-in linear DP-SGD/DP-Adam trainer
+gets the white-box audit (`LinearWhiteBox`: every step's release seen, a canary on a coordinate of its
+own); any other oracle with the release interface and a per-example `losses` gets the black-box one-run
+audit (`audit.blackbox`). A row whose lower bound exceeds its proven epsilon is a proof (at the stated
+confidence) that the trainer or its accounting does not do what the accountant assumes: `violation` says
+so in one sentence, which the table, the report and the CLI print.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import UserError
+from ..problems.problem import Problem
+from ..release.trainers import oracle_target
+from . import bounds
+
+AUDIT_COLUMNS = ("epsilon", "epsilon_lb", "estimator", "confidence", "delta", "audit", "trainings",
+                 "epsilon_lb_other", "estimator_other", "detail", "seconds")
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    runs: int = 200               # white-box: trainings per hypothesis (with and without the canary)
+    front_points: int = 3         # the front's points audited, spread over its epsilons
+    confidence: float = bounds.CONFIDENCE
+    canaries: int = 1000          # black-box one-run: canaries in the one training
+    guesses: int = 200            # black-box one-run: canaries whose membership is guessed
+
+    @classmethod
+    def from_config(cls, config: dict) -> "AuditSettings":
+        entry = dict(config.get("audit", {}))
+        return cls(**{k: entry[k] for k in ("runs", "front_points", "confidence", "canaries", "guesses") if k in entry})
+
+
+class LinearWhiteBox:
+    """The white-box audit of the built-in linear trainer (`whitebox`): `runs` trainings with the canary
+    and `runs` with its replace-one neighbour, every step's release on the canary's coordinate seen. The
+    quoted bound is the Gaussian fit where the score is exactly Gaussian (lots of the whole dataset, the
+    canary at the clipping norm at every step), else Clopper-Pearson."""
+    name = "white-box (every step's release; canary on a coordinate of its own)"
+
+    def __init__(self, oracle):
+        self.oracle = oracle
+
+    def audit(self, problem: Problem, point: dict, data, rng, settings: AuditSettings) -> dict:
+        from . import whitebox
+
+        hp = self.oracle.hyper(point)
+        trained = whitebox.train_and_score(data.x_train, data.y_train, self.oracle.loss, self.oracle.optimizer, hp,
+                                           settings.runs, rng)
+        n = len(data.y_train) + 1
+        exact = trained.sampling_rate >= 1.0 and trained.clipped_share == 1.0
+        fit = bounds.gaussian_fit(trained.scores_in, trained.scores_out, problem.delta, settings.confidence)
+        cp = bounds.clopper_pearson(trained.scores_in, trained.scores_out, problem.delta, settings.confidence, rng)
+        quoted, other = (fit, cp) if exact else (cp, fit)
+        note = "" if exact else " (not the quoted bound: the score is not exactly Gaussian here)"
+        return {"epsilon": problem.oracle.epsilon(point, n=n, delta=problem.delta), "epsilon_lb": quoted.epsilon_lb,
+                "estimator": quoted.estimator, "confidence": settings.confidence, "delta": problem.delta,
+                "audit": self.name, "trainings": 2 * settings.runs, "epsilon_lb_other": other.epsilon_lb,
+                "estimator_other": other.estimator + note,
+                "detail": f"{quoted.detail}; {trained.steps} steps, lots of {trained.sampling_rate:.3g} of the "
+                          f"{n} rows (Adult plus the canary), canary at the clipping norm in "
+                          f"{trained.clipped_share:.0%} of steps"}
+
+
+class BlackBoxOneRun:
+    """The black-box one-run audit (`audit.blackbox`, Steinke, Nasr & Jagielski 2023): one training with
+    `canaries` input-space canaries, each in with probability 1/2, membership guessed from the model's
+    per-example losses."""
+    name = "black-box one run (input canaries, membership from the final model's losses)"
+
+    def __init__(self, target):
+        self.target = target
+
+    def audit(self, problem: Problem, point: dict, data, rng, settings: AuditSettings) -> dict:
+        from . import blackbox
+
+        result = blackbox.one_run(self.target, point, data, rng, canaries=settings.canaries, guesses=settings.guesses,
+                                  delta=problem.delta, confidence=settings.confidence)
+        return {"epsilon": problem.oracle.epsilon(point, n=len(data.y_train), delta=problem.delta),
+                "epsilon_lb": result["epsilon_lb"], "estimator": "one-run (Steinke et al. 2023)",
+                "confidence": settings.confidence, "delta": problem.delta, "audit": self.name, "trainings": 1,
+                "epsilon_lb_other": math.nan, "estimator_other": "",
+                "detail": f"{result['correct']}/{result['guesses']} guesses right, {result['canaries']} canaries"}
+
+
+def auditor_for(problem: Problem):
+    """The audit a problem's oracle gets (module doc), or one sentence saying what it lacks."""
+    from ..problems.builtin import LinearDPSGD
+
+    target = oracle_target(problem)
+    if isinstance(target, LinearDPSGD):
+        return LinearWhiteBox(target)
+    missing = [m for m in ("train", "losses") if not callable(getattr(target, m, None))]
+    if missing:
+        raise UserError(f"{problem.name} cannot be audited: its oracle has no {' or '.join(m + '()' for m in missing)}; "
+                        f"add train(point, data, rng) and losses(model, data) returning each test row's loss "
+                        f"(docs/audit.md).")
+    return BlackBoxOneRun(target)
+
+
+def front_points(problem: Problem, front: pd.DataFrame, count: int) -> list[dict]:
+    """`count` points of the front (increasing epsilon), spread evenly over its ranks, the largest epsilon
+    always among them."""
+    if front.empty or count <= 0:
+        return []
+    ranks = sorted({int(round(r)) for r in np.linspace(len(front) - 1, 0, min(count, len(front)))})
+    return [problem.check({name: front.iloc[r][name] for name in problem.names}) for r in ranks]
+
+
+def audit(problem: Problem, points: list[dict], data, rng: np.random.Generator, settings: AuditSettings) -> pd.DataFrame:
+    """One row per point: its hyperparameters, proven epsilon, audited epsilon_lb and how it was audited."""
+    auditor = auditor_for(problem)
+    rows = []
+    for point in points:
+        start = time.perf_counter()
+        row = auditor.audit(problem, point, data, rng, settings)
+        rows.append({**point, **row, "seconds": time.perf_counter() - start})
+    frame = pd.DataFrame(rows)
+    return frame[[*problem.names, *AUDIT_COLUMNS]]
+
+
+def violation(problem_name: str, table: pd.DataFrame) -> str:
+    """One loud sentence where a point's audited lower bound exceeds its proven epsilon, else ""."""
+    over = table[table["epsilon_lb"] > table["epsilon"]]
+    if over.empty:
+        return ""
+    row = over.sort_values("epsilon_lb", ascending=False).iloc[0]
+    return (f"PRIVACY VIOLATION: {problem_name}'s audit proves (at {row['confidence']:.0%} confidence) that "
+            f"{len(over)} of its {len(table)} audited points are not private as claimed, e.g. epsilon >= "
+            f"{row['epsilon_lb']:.3g} where the oracle claims {row['epsilon']:.3g}; its trainer or its epsilon() is "
+            f"wrong, so do not use its epsilons until fixed (docs/audit.md).")
+
+
+def table_note(problem_name: str, table: pd.DataFrame, config_label: str) -> str:
+    """The audit table's note: what the numbers are and are not, and the violation sentence where there is one."""
+    warning = violation(problem_name, table)
+    return ((warning + " " if warning else "") +
+            f"{problem_name}: epsilon is the accountant's proven upper bound (a guarantee, as far as the trainer does "
+            f"what it assumes); epsilon_lb is an audited lower bound: with the stated confidence the training is not "
+            f"(eps, delta)-DP for any eps below it. It is a measurement, not a guarantee, and a small epsilon_lb does "
+            f"not show the training private: it bounds only what this audit's test can see (docs/audit.md). "
+            f"estimator: the quoted bound's; epsilon_lb_other: the other estimator's, for comparison. "
+            f"Config: {config_label}.")
+
+
+def audit_study(problem: Problem, frames: dict, given: list[dict], data, rng: np.random.Generator,
+                settings: AuditSettings) -> tuple[pd.DataFrame, pd.Series]:
+    """The audit table of a problem's front points (`front_points` of the front of every point in `frames`,
+    {method: its evaluations}) and the `given` points, and each row's measured utility (NaN where the study
+    did not evaluate it): what the `audit` rule and `dptradeoff audit` write."""
+    from ..bo.query import front
+    from ..study import every_point
+
+    measured = front(problem, every_point(frames)) if frames else pd.DataFrame(columns=[*problem.names, "utility"])
+    points = front_points(problem, measured, settings.front_points) + [problem.check(dict(p)) for p in given]
+    if not points:
+        raise UserError(f"No point of {problem.name} to audit: its study has no evaluated point and none was given; "
+                        f"build its study first, or give hyperparameters (--point name=value ...).")
+    table = audit(problem, points, data, rng, settings)
+    keys = list(problem.names)
+    known = measured[keys + ["utility"]].drop_duplicates(keys) if len(measured) else None
+    utilities = (table[keys].merge(known, on=keys, how="left")["utility"] if known is not None
+                 else pd.Series(np.nan, index=table.index))
+    return table, utilities
+
+
+def recorded_violation(problem_name: str, csv_path: str) -> str:
+    """`violation` of an audit table written earlier (tables/audit-<problem>.csv), "" where there is none."""
+    import os
+
+    from ..stats.tables import read
+
+    return violation(problem_name, read(csv_path)) if os.path.exists(csv_path) else ""
