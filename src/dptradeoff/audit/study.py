@@ -86,10 +86,9 @@ class BlackBoxOneRun:
         result = blackbox.one_run(self.target, point, data, rng, canaries=settings.canaries, guesses=settings.guesses,
                                   delta=problem.delta, confidence=settings.confidence)
         return {"epsilon": problem.oracle.epsilon(point, n=len(data.y_train), delta=problem.delta),
-                "epsilon_lb": result["epsilon_lb"], "estimator": "one-run (Steinke et al. 2023)",
-                "confidence": settings.confidence, "delta": problem.delta, "audit": self.name, "trainings": 1,
-                "epsilon_lb_other": math.nan, "estimator_other": "",
-                "detail": f"{result['correct']}/{result['guesses']} guesses right, {result['canaries']} canaries"}
+                "epsilon_lb": result.epsilon_lb, "estimator": result.method, "confidence": settings.confidence,
+                "delta": problem.delta, "audit": self.name, "trainings": result.trainings,
+                "epsilon_lb_other": math.nan, "estimator_other": "", "detail": f"{result.neighbouring}: {result.detail}"}
 
 
 def auditor_for(problem: Problem):
