@@ -95,6 +95,16 @@ class OpacusCNN:
             predicted = model(torch.as_tensor(data.x_test)).argmax(dim=1).numpy()
         return float(np.mean(predicted == data.y_test))
 
+    def losses(self, model, data):
+        """The per-example negative log-likelihood of the network on data.x_test / data.y_test (what a
+        black-box audit ranks: dptradeoff/audit/blackbox.py)."""
+        import torch
+
+        model.eval()
+        with torch.no_grad():
+            return torch.nn.functional.nll_loss(model(torch.as_tensor(data.x_test)), torch.as_tensor(data.y_test),
+                                                reduction="none").numpy()
+
     def weights(self, model):
         """The network's parameters by name, without Opacus's GradSampleModule wrapper."""
         return getattr(model, "_module", model).state_dict()

@@ -165,3 +165,52 @@ def test_whitebox_audit_of_full_batch_dpadam_exposes_halved_noise():
     halved = DPSGDHyper(claimed.epochs, n, claimed.learning_rate, claimed.noise / 2, claimed.clip)
     _, fit = audit(halved, 200, model=claimed, optimizer="adam")
     assert fit.epsilon_lb > 2.0
+
+
+def _mnist_like(n, seed=3):
+    """Random pixel rows with the top-left pixel 0, as every MNIST image has, and digit labels."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, 784)).astype(np.float32) * (rng.random((n, 784)) < 0.2)
+    x[:, 0] = 0.0
+    return x, rng.integers(0, 10, n)
+
+
+@pytest.mark.parametrize("which", ["mlp", "cnn"])
+def test_torch_whitebox_reads_the_dirac_canary_and_the_noise_from_the_updates(which):
+    """Without noise, a step's release on the canary's weight, less the real rows' clipped sum there, is the
+    Dirac canary's +L exactly where its lot drew it (lots of 11 of 21 rows: drawn at some steps, not at all)."""
+    from dptradeoff.audit import torch_whitebox
+
+    trainer = torch_whitebox.mlp_trainer("mlp2") if which == "mlp" else torch_whitebox.cnn_trainer()
+    x, y = _mnist_like(20)
+    wide = np.concatenate([x, np.ones((1, 784), np.float32)])
+    labels = np.append(y, y[0])
+    marker = 1.0 if which == "mlp" else float(__import__("dptradeoff.train.cnn", fromlist=["x"]).images(wide[-1:]).reshape(-1)[0])
+    hp = DPSGDHyper(3, 11, 0.1, 0.0, 0.7)
+    seen = []
+    with torch_whitebox.dirac_canary(trainer, 1.0, hp.clip, marker, seen):
+        final = trainer.train(wide, labels, hp, 7)
+    values = np.array([v for v, _ in seen] + [torch_whitebox._value(final, trainer)])
+    released = -(values[1:] - values[:-1]) / hp.learning_rate * hp.lot_size - np.array([r for _, r in seen])
+    assert len(released) == hp.steps(21)
+    drawn = np.isclose(released, hp.clip, atol=1e-4)
+    assert (drawn | np.isclose(released, 0.0, atol=1e-4)).all() and drawn.any() and not drawn.all(), released
+
+
+@pytest.mark.parametrize("which, runs", [("mlp", 60), ("cnn", 25)])
+def test_torch_whitebox_audit_is_below_the_proof_and_exposes_halved_noise(which, runs):
+    """Full-batch SGD of the MLP (mlp2) and the CNN, proven (4, 1e-5)-DP: the audit stays below the
+    mechanism's exact epsilon; trained with half the noise it exceeds the claimed 4."""
+    from dptradeoff.audit import torch_whitebox
+
+    trainer = torch_whitebox.mlp_trainer("mlp2") if which == "mlp" else torch_whitebox.cnn_trainer()
+    x, y = _mnist_like(20)
+    n = 21
+    found = dpsgd.calibrate_noise(n, n, 2, 4.0, DELTA)
+    claimed = DPSGDHyper(2, n, 0.1, found.noise, 1.0)
+    trained = torch_whitebox.train_and_score(trainer, x, y, claimed, runs, 11)
+    fit = bounds.gaussian_fit(trained.scores_in, trained.scores_out, DELTA)
+    assert fit.epsilon_lb <= bounds.gdp_epsilon(math.sqrt(2) / claimed.noise, DELTA) <= 4.0
+    halved = DPSGDHyper(2, n, 0.1, found.noise / 2, 1.0)
+    trained = torch_whitebox.train_and_score(trainer, x, y, halved, runs, 11, model=claimed)
+    assert bounds.gaussian_fit(trained.scores_in, trained.scores_out, DELTA).epsilon_lb > 4.0

@@ -3,7 +3,8 @@ bound on epsilon at 95 % confidence beside the proven epsilon (docs/audit.md).
 
 Which audit a problem gets is decided by what its oracle is: the built-in linear DP-SGD/DP-Adam trainer
 gets the white-box audit (`LinearWhiteBox`: every step's release seen, a canary on a coordinate of its
-own); any other oracle with the release interface and a per-example `losses` gets the black-box one-run
+own), the built-in MLP with SGD the white-box audit with a Dirac gradient canary (`TorchWhiteBox`); any
+other oracle with the release interface and a per-example `losses` gets the black-box one-run
 audit (`audit.blackbox`). A row whose lower bound exceeds its proven epsilon is a proof (at the stated
 confidence) that the trainer or its accounting does not do what the accountant assumes: `violation` says
 so in one sentence, which the table, the report and the CLI print.
@@ -57,18 +58,44 @@ class LinearWhiteBox:
         trained = whitebox.train_and_score(data.x_train, data.y_train, self.oracle.loss, self.oracle.optimizer, hp,
                                            settings.runs, rng)
         n = len(data.y_train) + 1
-        exact = trained.sampling_rate >= 1.0 and trained.clipped_share == 1.0
-        fit = bounds.gaussian_fit(trained.scores_in, trained.scores_out, problem.delta, settings.confidence)
-        cp = bounds.clopper_pearson(trained.scores_in, trained.scores_out, problem.delta, settings.confidence, rng)
-        quoted, other = (fit, cp) if exact else (cp, fit)
-        note = "" if exact else " (not the quoted bound: the score is not exactly Gaussian here)"
-        return {"epsilon": problem.oracle.epsilon(point, n=n, delta=problem.delta), "epsilon_lb": quoted.epsilon_lb,
-                "estimator": quoted.estimator, "confidence": settings.confidence, "delta": problem.delta,
-                "audit": self.name, "trainings": 2 * settings.runs, "epsilon_lb_other": other.epsilon_lb,
-                "estimator_other": other.estimator + note,
-                "detail": f"{quoted.detail}; {trained.steps} steps, lots of {trained.sampling_rate:.3g} of the "
-                          f"{n} rows (Adult plus the canary), canary at the clipping norm in "
-                          f"{trained.clipped_share:.0%} of steps"}
+        return _quoted(problem, point, n, trained, trained.sampling_rate >= 1.0 and trained.clipped_share == 1.0,
+                       rng, settings, self.name,
+                       f"{trained.steps} steps, lots of {trained.sampling_rate:.3g} of the {n} rows (the data plus the "
+                       f"canary), canary at the clipping norm in {trained.clipped_share:.0%} of steps")
+
+
+class TorchWhiteBox:
+    """The white-box audit of the built-in MLP trainer with plain SGD (`torch_whitebox`): a Dirac gradient
+    canary on one weight, `runs` trainings each way. The Gaussian fit is quoted for lots of the whole
+    dataset (the score is then exactly Gaussian), Clopper-Pearson otherwise."""
+    name = "white-box (every step's release; Dirac gradient canary)"
+
+    def __init__(self, oracle):
+        self.oracle = oracle
+
+    def audit(self, problem: Problem, point: dict, data, rng, settings: AuditSettings) -> dict:
+        from . import torch_whitebox
+
+        trained = torch_whitebox.train_and_score(torch_whitebox.mlp_trainer(self.oracle.architecture), data.x_train,
+                                                 data.y_train, self.oracle.hyper(point), settings.runs,
+                                                 int(rng.integers(2**62)))
+        n = len(data.y_train) + 1
+        return _quoted(problem, point, n, trained, trained.sampling_rate >= 1.0, rng, settings, self.name,
+                       f"{trained.steps} steps, lots of {trained.sampling_rate:.3g} of the {n} rows (the data plus the "
+                       f"canary)")
+
+
+def _quoted(problem, point, n, trained, exact, rng, settings, name, what) -> dict:
+    """The row of a white-box audit: the Gaussian fit quoted where the score is exactly Gaussian, else
+    Clopper-Pearson, the other beside it."""
+    fit = bounds.gaussian_fit(trained.scores_in, trained.scores_out, problem.delta, settings.confidence)
+    cp = bounds.clopper_pearson(trained.scores_in, trained.scores_out, problem.delta, settings.confidence, rng)
+    quoted, other = (fit, cp) if exact else (cp, fit)
+    note = "" if exact else " (not the quoted bound: the score is not exactly Gaussian here)"
+    return {"epsilon": problem.oracle.epsilon(point, n=n, delta=problem.delta), "epsilon_lb": quoted.epsilon_lb,
+            "estimator": quoted.estimator, "confidence": settings.confidence, "delta": problem.delta, "audit": name,
+            "trainings": 2 * settings.runs, "epsilon_lb_other": other.epsilon_lb,
+            "estimator_other": other.estimator + note, "detail": f"{quoted.detail}; {what}"}
 
 
 class BlackBoxOneRun:
@@ -93,11 +120,13 @@ class BlackBoxOneRun:
 
 def auditor_for(problem: Problem):
     """The audit a problem's oracle gets (module doc), or one sentence saying what it lacks."""
-    from ..problems.builtin import LinearDPSGD
+    from ..problems.builtin import LinearDPSGD, MLPDPSGD
 
     target = oracle_target(problem)
     if isinstance(target, LinearDPSGD):
         return LinearWhiteBox(target)
+    if isinstance(target, MLPDPSGD) and target.optimizer == "sgd":
+        return TorchWhiteBox(target)
     missing = [m for m in ("train", "losses") if not callable(getattr(target, m, None))]
     if missing:
         raise UserError(f"{problem.name} cannot be audited: its oracle has no {' or '.join(m + '()' for m in missing)}; "

@@ -30,6 +30,7 @@ import numpy as np
 from ..train import linear
 from ..train.hyper import ADAM_BETA1, DPSGDHyper
 
+MEMORY = 3e8         # bytes of training states held at once
 CANARY_NORM = 100.0   # the largest canary feature: its gradient stays above any clipping norm <= ~|c| 100
 
 
@@ -112,6 +113,8 @@ def train_and_score(x, y, loss: str, optimizer: str, hp: DPSGDHyper, runs: int, 
     n = len(y_in)
     steps, q, sigma = hp.steps(n), hp.lot_size / n, 2.0 * model.clip * model.noise
     checkpoints = np.arange(1, steps + 1)
+    # the states of every step of a chunk of runs (weights, moments, the step before): ~MEMORY bytes at most
+    chunk = max(1, min(chunk, int(MEMORY // (3 * 8 * steps * (wide.shape[1] + 1)))))
     scores, clipped = {}, []
     for name, labels in (("in", y_in), ("out", y_out)):
         parts = []

@@ -100,6 +100,17 @@ class LinearDPSGD(DPSGD):
     def weights(self, model):
         return {"weights_bias_last": model}
 
+    def losses(self, model, data):
+        """The per-example loss of the weights on data.x_test / data.y_test (labels +-1), for a black-box
+        audit (audit/blackbox.py)."""
+        from ..train import linear
+
+        scores = linear.with_bias(np.asarray(data.x_test, dtype=np.float64)) @ model
+        margin = np.asarray(data.y_test, dtype=np.float64) * scores
+        if self.loss == "hinge":
+            return np.maximum(0.0, 1.0 - margin)
+        return np.logaddexp(0.0, -margin)   # logistic
+
 
 @dataclass(frozen=True)
 class MLPDPSGD(DPSGD):
@@ -153,6 +164,18 @@ class MLPDPSGD(DPSGD):
         from ..train import mlp
 
         return mlp.accuracy(model, data.x_test, data.y_test)
+
+    def losses(self, model, data):
+        """The per-example cross-entropy of the network on data.x_test / data.y_test, for a black-box audit."""
+        import torch
+
+        from ..train import mlp
+
+        dev = model[0].device
+        with torch.no_grad():
+            logits, _ = mlp.forward(model, torch.as_tensor(np.asarray(data.x_test, dtype=np.float32), device=dev))
+            y = torch.as_tensor(np.asarray(data.y_test, dtype=np.int64), device=dev)
+            return torch.nn.functional.cross_entropy(logits, y, reduction="none").cpu().numpy()
 
 
 @dataclass(frozen=True)
