@@ -13,7 +13,8 @@ The pipeline needs two things from a DP algorithm (see dptradeoff/problems/oracl
 
 For a release from its front (docs/release.md) it also defines `event(point, *, n)` (the training as a
 dp_accounting event), `train(point, data, rng)` (the model), `score(model, data)` (its accuracy) and
-`weights(model)` (what is saved).
+`weights(model)` (what is saved), and for a black-box audit (docs/audit.md) `losses(model, data)` (each test
+row's loss).
 
 `prepare` keeps `train_rows` training and `test_rows` test rows, chosen by a fixed permutation (the
 choice depends on the row counts only, never on the data), and reshapes the pixels into 1x28x28

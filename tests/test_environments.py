@@ -201,6 +201,22 @@ def test_an_oracle_in_its_own_environment_can_be_released(own_problem):
     assert saved["centroids"].shape == (2, data.x_train.shape[1])
 
 
+def test_an_oracle_in_its_own_environment_can_be_audited(own_problem):
+    """Its worker forwards losses(): the black-box one-run audit trains there once and reads the canaries'
+    losses, which equal the ones the same model gives here."""
+    from dptradeoff.audit import blackbox
+    from dptradeoff.release.trainers import oracle_target
+
+    data, point = _data(), {"eps": 1.0, "clip": 1.0}
+    target = oracle_target(own_problem)
+    model = target.train(point, data, np.random.default_rng(3))
+    here = centroid_model.train(data.x_train, data.y_train, 1.0, 1.0, np.abs(data.x_train).sum(axis=1),
+                                np.random.default_rng(3))
+    assert np.allclose(target.losses(model, data), centroid_model.losses(here, data.x_test, data.y_test), atol=1e-12)
+    result = blackbox.one_run(own_problem, point, data, np.random.default_rng(4), canaries=100, guesses=20, delta=1e-5)
+    assert result.trainings == 1 and result.guesses == 20 and 0 <= result.epsilon_lb <= 1.0
+
+
 def test_a_missing_requirements_file_or_a_failing_install_is_one_sentence(offline_pip, tmp_path):
     from dptradeoff.problems.user import user_problem
 

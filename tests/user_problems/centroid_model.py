@@ -24,3 +24,10 @@ def train(x: np.ndarray, y: np.ndarray, eps: float, clip: float, l1_norms: np.nd
 def accuracy(centroids: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
     scores = x @ centroids.T - 0.5 * (centroids**2).sum(axis=1)
     return float(np.mean(np.argmax(scores, axis=1) == y))
+
+
+def losses(centroids: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each row's margin loss: its score for the other class minus its score for its own."""
+    scores = x @ centroids.T - 0.5 * (centroids**2).sum(axis=1)
+    own = scores[np.arange(len(y)), np.asarray(y, dtype=int)]
+    return scores[np.arange(len(y)), 1 - np.asarray(y, dtype=int)] - own

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import needs_numpy2          # raises ImportError under numpy < 2
 import numpy as np
-from centroid_model import accuracy, train
+from centroid_model import accuracy, losses, train
 
 
 class NumpyTwoCentroid:
@@ -34,6 +34,9 @@ class NumpyTwoCentroid:
 
     def score(self, model, data):
         return accuracy(model, data.x_test, data.y_test)
+
+    def losses(self, model, data):
+        return losses(model, data.x_test, data.y_test)
 
     def weights(self, model):
         return {"centroids": model}

@@ -71,7 +71,7 @@ def dirac_canary(trainer: Trainer, sign: float, clip: float, marker: float, seen
         rest = [tuple(r[keep] for r in arg) if isinstance(arg, tuple) else arg for arg in rest]
         sums, norms = original(model, x[keep], y[keep], *rest)
         target = sums[int(trainer.parameter)] if isinstance(sums, list) else sums[trainer.parameter]
-        seen.append((before, float(target.reshape(-1)[trainer.index])))
+        seen.append((before, float(target.detach().reshape(-1)[trainer.index])))
         if bool(canary.any()):
             target.view(-1)[trainer.index] += sign * clip
         return sums, norms

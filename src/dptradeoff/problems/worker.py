@@ -146,6 +146,9 @@ class WorkerTarget:
     def _call_score(self, model, data):
         return self._call("score", handle=model.handle, token=self._token(data))
 
+    def _call_losses(self, model, data):
+        return np.asarray(self._call("losses", handle=model.handle, token=self._token(data)), dtype=float)
+
     def _call_weights(self, model):
         folder = tempfile.mkdtemp(dir=self._scratch())
         names = self._call("weights", handle=model.handle, folder=folder)

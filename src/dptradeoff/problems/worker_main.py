@@ -93,7 +93,7 @@ def event_description(event):
 
 class Worker:
     METHODS = ("epsilon", "epsilons", "utility", "utilities", "utility_trace", "prepare", "trivial_utility", "cost_seconds",
-               "event", "train", "score", "weights", "calibrate")
+               "event", "train", "score", "losses", "weights", "calibrate")
     ATTRIBUTES = ("trace_axis", "neighbouring", "uses_gpu", "thread_safe")
 
     def __init__(self):
@@ -170,6 +170,9 @@ class Worker:
 
     def score(self, handle, token):
         return float(self.target.score(self.models[handle], self._data(token)))
+
+    def losses(self, handle, token):
+        return [float(v) for v in np.asarray(self.target.losses(self.models[handle], self._data(token)), dtype=float)]
 
     def weights(self, handle, folder):
         model = self.models[handle]
