@@ -73,9 +73,10 @@ def torch_rows(runs: int, config) -> list[dict]:
                      "proven_eps": found.epsilon, "exact_eps": bounds.gdp_epsilon(mu, DELTA),
                      "eps_lb_gaussian_fit": fit.epsilon_lb,
                      "eps_lb_clopper_pearson": bounds.clopper_pearson(trained.scores_in, trained.scores_out, DELTA).epsilon_lb,
-                     "quoted_eps_lb": fit.epsilon_lb, "ratio": fit.epsilon_lb / found.epsilon,
+                     "quoted_eps_lb": fit.epsilon_lb if trained.exact else math.nan,
+                     "ratio": fit.epsilon_lb / found.epsilon,
                      "most_certifiable_fit": bounds.gaussian_fit_expected(mu, count, count, DELTA),
-                     "cp_ceiling": bounds.clopper_pearson_ceiling(count, count, DELTA), "canary_clipped": 1.0,
+                     "cp_ceiling": bounds.clopper_pearson_ceiling(count, count, DELTA), "canary_clipped": math.nan,
                      "trainings": 2 * count, "cpu_seconds": time.process_time() - start})
         print(f"{name}: {rows[-1]}", flush=True)
     return rows
@@ -100,8 +101,8 @@ def linear_rows(args, data, n) -> list[dict]:
             rows.append({"trainer": "linear", "rows": n, "lot": lot, "steps": hp.steps(n), "noise": round(hp.noise, 4), "proven_eps": found.epsilon,
                          "exact_eps": bounds.gdp_epsilon(mu, DELTA) if full else math.nan,
                          "eps_lb_gaussian_fit": fit.epsilon_lb, "eps_lb_clopper_pearson": cp.epsilon_lb,
-                         "quoted_eps_lb": fit.epsilon_lb if full and trained.clipped_share == 1.0 else cp.epsilon_lb,
-                         "ratio": (fit.epsilon_lb if full else cp.epsilon_lb) / found.epsilon,
+                         "quoted_eps_lb": fit.epsilon_lb if trained.exact else cp.epsilon_lb,
+                         "ratio": (fit.epsilon_lb if trained.exact else cp.epsilon_lb) / found.epsilon,
                          "most_certifiable_fit": bounds.gaussian_fit_expected(mu, args.runs, args.runs, DELTA) if full else math.nan,
                          "cp_ceiling": bounds.clopper_pearson_ceiling(args.runs, args.runs, DELTA),
                          "canary_clipped": trained.clipped_share, "trainings": 2 * args.runs, "cpu_seconds": seconds})

@@ -103,7 +103,7 @@ def test_whitebox_audit_of_full_batch_dpsgd_is_tight_and_below_the_proof():
     n = 601
     hp = full_batch(4.0, n)
     trained, fit = audit(hp, 300)
-    assert trained.sampling_rate == 1.0 and trained.clipped_share == 1.0
+    assert trained.sampling_rate == 1.0 and trained.clipped_share == 1.0 and trained.exact
     exact = bounds.gdp_epsilon(math.sqrt(hp.steps(n)) / hp.noise, DELTA)    # the true epsilon, <= the proven 4
     assert exact <= 4.0
     assert 0.5 * 4.0 <= fit.epsilon_lb <= exact
@@ -214,3 +214,25 @@ def test_torch_whitebox_audit_is_below_the_proof_and_exposes_halved_noise(which,
     halved = DPSGDHyper(2, n, 0.1, found.noise / 2, 1.0)
     trained = torch_whitebox.train_and_score(trainer, x, y, halved, runs, 11, model=claimed)
     assert bounds.gaussian_fit(trained.scores_in, trained.scores_out, DELTA).epsilon_lb > 4.0
+
+
+def test_constant_scores_are_a_perfect_test_only_where_they_differ():
+    """Scores with no spread: equal constants refute nothing (not an infinite bound, a false alarm), different
+    ones are a perfect test."""
+    assert bounds.gaussian_fit(np.ones(10), np.ones(10), DELTA).epsilon_lb == 0.0
+    assert bounds.gaussian_fit(np.full(10, 2.0), np.ones(10), DELTA).epsilon_lb == math.inf
+
+
+@pytest.mark.parametrize("runs", [100, 101])
+def test_the_clopper_pearson_ceiling_is_a_perfect_tests_bound_for_odd_counts_too(runs):
+    perfect = bounds.clopper_pearson(np.ones(runs), np.zeros(runs), DELTA).epsilon_lb
+    assert perfect == pytest.approx(bounds.clopper_pearson_ceiling(runs, runs, DELTA), rel=1e-12)
+
+
+def test_a_canary_the_training_fits_makes_the_score_not_exactly_gaussian():
+    """Full batch, but a learning rate large enough that the weight fits the canary: its two gradients are no
+    longer both at the clipping norm at every step, so the Gaussian fit is not quoted as exact."""
+    x, y = synthetic(n=200)
+    hp = DPSGDHyper(10, 201, 400.0, 0.5, 1.0)
+    trained = whitebox.train_and_score(x, y, "logistic", "sgd", hp, 8, np.random.default_rng(0), canary_norm=100.0)
+    assert trained.sampling_rate == 1.0 and not trained.exact and trained.clipped_share < 1.0

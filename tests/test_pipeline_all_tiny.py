@@ -120,6 +120,7 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     audit = read(str(work / "tables/audit-adult-logreg-sgd.csv"))
     assert len(audit) == 2 and (audit["trainings"] == 80).all() and audit["audit"].str.startswith("white-box").all()
     assert (audit["epsilon_lb"] <= audit["epsilon"]).all() and (audit["epsilon"] > 0).all()
+    assert np.allclose(audit["confidence"], 1 - 0.05 / 2)    # Bonferroni: the two rows hold together at 95 %
     assert (work / "figures/audit-adult-logreg-sgd.pdf").read_bytes().startswith(b"%PDF")
     assert "PRIVACY VIOLATION" not in (work / "tables/front-adult-logreg-sgd.md").read_text()
     # the release (docs/release.md): adult LogReg+SGD from its front on a 20 % tuning split, total epsilon 1

@@ -37,6 +37,7 @@ def test_a_false_epsilon_is_exposed_in_the_audit_the_front_table_and_the_command
     audit = read(str(work / "tables/audit-memorizer.csv"))
     assert len(audit) == 1 and audit["audit"].iloc[0].startswith("black-box one run")
     assert (audit["epsilon_lb"] > audit["epsilon"]).all() and audit["trainings"].iloc[0] == 1
+    assert audit["confidence"].iloc[0] == 0.95                 # one point: no Bonferroni correction
     for table in ("tables/audit-memorizer.md", "tables/front-memorizer.md"):
         assert "PRIVACY VIOLATION: memorizer's audit proves" in (work / table).read_text(), table
     assert "PRIVACY VIOLATION" in (work / "logs/audit/memorizer.log").read_text()

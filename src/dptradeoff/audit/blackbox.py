@@ -59,6 +59,7 @@ class AuditResult:
     delta: float
     neighbouring: str        # REPLACE_ONE or ADD_REMOVE: how a canary's slot is left when it is out
     detail: str
+    training_rows: int | None = None   # one-run: the rows the training had (the proven epsilon is at that n)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -89,7 +90,8 @@ def one_run(target, point: dict, data, rng: np.random.Generator, *, canaries: in
     return AuditResult(one_run_epsilon(correct, r, m, delta, confidence), ONE_RUN, 1, m, r, correct, confidence,
                        delta, relation,
                        f"{int(included.sum())} of {m} canaries in; {k_in} guessed in (lowest losses), {r - k_in} "
-                       f"out (highest): {correct} of {r} right; {trained.n_train} training rows")
+                       f"out (highest): {correct} of {r} right; {trained.n_train} training rows",
+                       training_rows=trained.n_train)
 
 
 def many_runs(target, point: dict, data, rng: np.random.Generator, *, runs: int = 100, delta: float,

@@ -81,8 +81,12 @@ def gaussian_fit(scores_in, scores_out, delta: float, confidence: float = CONFID
     n1, n0 = len(a), len(b)
     pooled = math.sqrt(((n1 - 1) * a.var(ddof=1) + (n0 - 1) * b.var(ddof=1)) / (n1 + n0 - 2))
     scale = math.sqrt(1 / n1 + 1 / n0)
-    mu_hat = (a.mean() - b.mean()) / pooled if pooled > 0 else math.inf
+    if pooled > 0:
+        mu_hat = (a.mean() - b.mean()) / pooled
+    else:   # constant scores: a perfect test where the two constants differ, none where they are equal
+        mu_hat = math.inf if a.mean() > b.mean() else 0.0
     mu_low = _mu_lower(mu_hat / scale, n1 + n0 - 2, confidence) * scale if math.isfinite(mu_hat) else math.inf
+    mu_low = max(mu_low, 0.0)
     eps = gdp_epsilon(mu_low, delta) if math.isfinite(mu_low) else math.inf
     ratio = a.var(ddof=1) / b.var(ddof=1) if b.var(ddof=1) > 0 else math.inf
     return Bound(eps, "gaussian fit", confidence, delta, n1, n0,
@@ -151,7 +155,7 @@ def clopper_pearson_ceiling(runs_in: int, runs_out: int, delta: float, confidenc
     """The most `clopper_pearson` can certify with this many runs: a perfect test, no error on the half it
     is bounded on."""
     level = 1 - (1 - confidence) / 2
-    half_in, half_out = runs_in - runs_in // 2, runs_out - runs_out // 2   # array_split's second halves
+    half_in, half_out = runs_in // 2, runs_out // 2   # array_split's second halves (the smaller, when odd)
     return _epsilon_of_rates(_rate_upper(0, half_out, level), _rate_upper(0, half_in, level), delta)
 
 

@@ -44,8 +44,8 @@ class AuditSettings:
 class LinearWhiteBox:
     """The white-box audit of the built-in linear trainer (`whitebox`): `runs` trainings with the canary
     and `runs` with its replace-one neighbour, every step's release on the canary's coordinate seen. The
-    quoted bound is the Gaussian fit where the score is exactly Gaussian (lots of the whole dataset, the
-    canary at the clipping norm at every step), else Clopper-Pearson."""
+    quoted bound is the Gaussian fit where the score is exactly Gaussian (`whitebox.Trainings.exact`), else
+    Clopper-Pearson."""
     name = "white-box (every step's release; canary on a coordinate of its own)"
 
     def __init__(self, oracle):
@@ -58,10 +58,10 @@ class LinearWhiteBox:
         trained = whitebox.train_and_score(data.x_train, data.y_train, self.oracle.loss, self.oracle.optimizer, hp,
                                            settings.runs, rng)
         n = len(data.y_train) + 1
-        return _quoted(problem, point, n, trained, trained.sampling_rate >= 1.0 and trained.clipped_share == 1.0,
-                       rng, settings, self.name,
+        return _quoted(problem, point, n, trained, trained.exact, rng, settings, self.name,
                        f"{trained.steps} steps, lots of {trained.sampling_rate:.3g} of the {n} rows (the data plus the "
-                       f"canary), canary at the clipping norm in {trained.clipped_share:.0%} of steps")
+                       f"canary, feature {trained.canary_norm:.3g}), the canary's two gradients at the clipping norm "
+                       f"in {trained.clipped_share:.0%} of steps")
 
 
 class TorchWhiteBox:
@@ -80,7 +80,7 @@ class TorchWhiteBox:
                                                  data.y_train, self.oracle.hyper(point), settings.runs,
                                                  int(rng.integers(2**62)))
         n = len(data.y_train) + 1
-        return _quoted(problem, point, n, trained, trained.sampling_rate >= 1.0, rng, settings, self.name,
+        return _quoted(problem, point, n, trained, trained.exact, rng, settings, self.name,
                        f"{trained.steps} steps, lots of {trained.sampling_rate:.3g} of the {n} rows (the data plus the "
                        f"canary)")
 
@@ -112,7 +112,8 @@ class BlackBoxOneRun:
 
         result = blackbox.one_run(self.target, point, data, rng, canaries=settings.canaries, guesses=settings.guesses,
                                   delta=problem.delta, confidence=settings.confidence)
-        return {"epsilon": problem.oracle.epsilon(point, n=len(data.y_train), delta=problem.delta),
+        # the proven epsilon of the training the audit ran: under add/remove it had fewer rows (canaries out)
+        return {"epsilon": problem.oracle.epsilon(point, n=result.training_rows, delta=problem.delta),
                 "epsilon_lb": result.epsilon_lb, "estimator": result.method, "confidence": settings.confidence,
                 "delta": problem.delta, "audit": self.name, "trainings": result.trainings,
                 "epsilon_lb_other": math.nan, "estimator_other": "", "detail": f"{result.neighbouring}: {result.detail}"}
@@ -145,12 +146,18 @@ def front_points(problem: Problem, front: pd.DataFrame, count: int) -> list[dict
 
 
 def audit(problem: Problem, points: list[dict], data, rng: np.random.Generator, settings: AuditSettings) -> pd.DataFrame:
-    """One row per point: its hyperparameters, proven epsilon, audited epsilon_lb and how it was audited."""
+    """One row per point: its hyperparameters, proven epsilon, audited epsilon_lb and how it was audited.
+    Each row's bound is at confidence 1 - (1 - settings.confidence) / (number of points) (Bonferroni), so
+    the table's bounds hold together at settings.confidence: a violation anywhere in it is a claim at that
+    confidence, however many points were audited."""
+    import dataclasses
+
     auditor = auditor_for(problem)
+    each = dataclasses.replace(settings, confidence=1 - (1 - settings.confidence) / max(1, len(points)))
     rows = []
     for point in points:
         start = time.perf_counter()
-        row = auditor.audit(problem, point, data, rng, settings)
+        row = auditor.audit(problem, point, data, rng, each)
         rows.append({**point, **row, "seconds": time.perf_counter() - start})
     frame = pd.DataFrame(rows)
     return frame[[*problem.names, *AUDIT_COLUMNS]]
@@ -162,8 +169,9 @@ def violation(problem_name: str, table: pd.DataFrame) -> str:
     if over.empty:
         return ""
     row = over.sort_values("epsilon_lb", ascending=False).iloc[0]
-    return (f"PRIVACY VIOLATION: {problem_name}'s audit proves (at {row['confidence']:.0%} confidence) that "
-            f"{len(over)} of its {len(table)} audited points are not private as claimed, e.g. epsilon >= "
+    joint = 1 - (1 - row["confidence"]) * len(table)   # the rows' Bonferroni-corrected confidence, together
+    return (f"PRIVACY VIOLATION: {problem_name}'s audit proves (at {joint:.0%} confidence, jointly over its "
+            f"{len(table)} audited points) that {len(over)} of them are not private as claimed, e.g. epsilon >= "
             f"{row['epsilon_lb']:.3g} where the oracle claims {row['epsilon']:.3g}; its trainer or its epsilon() is "
             f"wrong, so do not use its epsilons until fixed (docs/audit.md).")
 
@@ -174,7 +182,9 @@ def table_note(problem_name: str, table: pd.DataFrame, config_label: str) -> str
     return ((warning + " " if warning else "") +
             f"{problem_name}: epsilon is the accountant's proven upper bound (a guarantee, as far as the trainer does "
             f"what it assumes); epsilon_lb is an audited lower bound: with the stated confidence the training is not "
-            f"(eps, delta)-DP for any eps below it. It is a measurement, not a guarantee, and a small epsilon_lb does "
+            f"(eps, delta)-DP for any eps below it (confidence: each row's, Bonferroni-corrected so that the table's "
+            f"bounds hold together at {1 - (1 - table['confidence'].iloc[0]) * len(table):.0%}). It is a measurement, "
+            f"not a guarantee, and a small epsilon_lb does "
             f"not show the training private: it bounds only what this audit's test can see (docs/audit.md). "
             f"estimator: the quoted bound's; epsilon_lb_other: the other estimator's, for comparison. "
             f"Config: {config_label}.")

@@ -13,8 +13,11 @@ step t's release restricted to it is o_t = B_t s_t + N(0, (2 L z)^2), B_t ~ Bern
 the canary's clipped gradient there: +-L a / sqrt(a^2 + 1) while the canary's gradient exceeds the clipping
 norm (a = canary_norm; the adversary computes s_t from the model, so a canary that is being fitted costs
 power, not validity). The score of a training is the sum over steps of the log-likelihood ratio of o_t
-under D_in and D_out: the Neyman-Pearson statistic of each step, exactly Gaussian when lots are the whole
-dataset (then the Gaussian fit of `bounds` is exact), a sum of independent mixtures otherwise.
+under D_in and D_out: the Neyman-Pearson statistic of each step. When lots are the whole dataset and, at
+every step of every run, both hypotheses' canary gradients are at the clipping norm with opposite signs
+(s_in - s_out = -2 L a / sqrt(a^2 + 1), constant), the score is linear in the Gaussian noise with one
+variance under both hypotheses, and the Gaussian fit of `bounds` is exact (`Trainings.exact`); otherwise
+it is a sum of mixtures, or its steps' weights depend on earlier noise.
 
 How the release is observed: with SGD the update is -lr o_t / m, so o_t is read off the weights of every
 step (the real update code is audited too); with Adam the update is a lossy function of o_t (the first step
@@ -47,7 +50,8 @@ def canary_norm_for(hp: DPSGDHyper, optimizer: str, n: int) -> float:
         spread = hp.learning_rate * hp.clip * (2 * hp.noise * math.sqrt(steps) + steps * hp.lot_size / n) / hp.lot_size
     # at least 4 L: then a loss derivative |c| >= 1/4 (a score within about 1 of the boundary) still
     # reaches the clipping norm, whatever the spread
-    return float(max(4.0 * hp.clip, min(CANARY_NORM, max(3.0, 1.0 / max(spread, 1e-12)))))
+    a = max(4.0 * hp.clip, min(CANARY_NORM, max(3.0, 1.0 / max(spread, 1e-12))))
+    return float(np.float32(a))   # the trainer stores features as float32: the adversary uses the same number
 
 
 @dataclass(frozen=True)
@@ -57,8 +61,11 @@ class Trainings:
     scores_out: np.ndarray
     steps: int
     sampling_rate: float
-    clipped_share: float     # the share of steps at which the canary's gradient was at the clipping norm
+    clipped_share: float     # the share of steps at which both hypotheses' canary gradients were at the clipping
+                             # norm with opposite signs (s_in - s_out = -2 L a / sqrt(a^2 + 1))
     canary_norm: float
+    exact: bool = False      # every step of every run so, with lots of the whole dataset: the score is exactly
+                             # Gaussian with one variance under both hypotheses (the Gaussian fit is exact)
 
 
 def canary_datasets(x: np.ndarray, y: np.ndarray, canary_norm: float = CANARY_NORM):
@@ -126,10 +133,12 @@ def train_and_score(x, y, loss: str, optimizer: str, hp: DPSGDHyper, runs: int, 
             s_in = canary_contribution(loss, before, 1.0, model.clip, canary_norm)
             s_out = canary_contribution(loss, before, -1.0, model.clip, canary_norm)
             parts.append(step_log_ratios(o, s_in, s_out, q, sigma).sum(axis=0))
-            clipped.append(np.abs(s_in if name == "in" else s_out) >= 0.999 * model.clip * canary_norm / math.hypot(canary_norm, 1))
+            full = -2.0 * model.clip * canary_norm / math.hypot(canary_norm, 1.0)
+            clipped.append(np.isclose(s_in - s_out, full, rtol=1e-12, atol=0.0))
         scores[name] = np.concatenate(parts)
-    return Trainings(scores["in"], scores["out"], steps, q, float(np.mean(np.concatenate([c.ravel() for c in clipped]))),
-                     canary_norm)
+    separated = np.concatenate([c.ravel() for c in clipped])
+    return Trainings(scores["in"], scores["out"], steps, q, float(np.mean(separated)), canary_norm,
+                     exact=bool(q >= 1.0 and separated.all()))
 
 
 def _states(x, y, loss, optimizer, hp, runs, rng, checkpoints):
