@@ -236,3 +236,10 @@ def test_a_canary_the_training_fits_makes_the_score_not_exactly_gaussian():
     hp = DPSGDHyper(10, 201, 400.0, 0.5, 1.0)
     trained = whitebox.train_and_score(x, y, "logistic", "sgd", hp, 8, np.random.default_rng(0), canary_norm=100.0)
     assert trained.sampling_rate == 1.0 and not trained.exact and trained.clipped_share < 1.0
+
+
+def test_gdp_epsilon_is_finite_for_the_mu_of_a_blatant_bug():
+    """mu in the hundreds (a trainer without clipping): epsilon about mu^2 / 2, no overflow."""
+    for mu in (50.0, 500.0, 3000.0):
+        eps = bounds.gdp_epsilon(mu, DELTA)
+        assert math.isfinite(eps) and mu**2 / 2 < eps < mu**2 / 2 + 5 * mu

@@ -45,7 +45,8 @@ def gdp_delta(mu: float, epsilon: float) -> float:
     """delta(epsilon) of mu-GDP (Dong, Roth & Su 2019, Cor. 2.13)."""
     if mu <= 0:
         return 0.0
-    return float(stats.norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * stats.norm.cdf(-epsilon / mu - mu / 2))
+    # e^eps Phi(.) in log space: finite for any mu (a planted bug's mu can be in the hundreds)
+    return float(stats.norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon + stats.norm.logcdf(-epsilon / mu - mu / 2)))
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:
