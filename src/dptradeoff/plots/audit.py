@@ -22,7 +22,8 @@ def audit_figure(problem: str, table: pd.DataFrame, utilities: pd.Series, out: s
     ax.scatter(table["epsilon"], y, color="C0", zorder=3, label="proven ε (the accountant's upper bound)")
     over = table["epsilon_lb"].to_numpy(float) > table["epsilon"].to_numpy(float)
     ax.scatter(lower[~over], y[~over], facecolors="white", edgecolors="C1", zorder=3,
-               label=f"audited ε lower bound ({table['confidence'].iloc[0]:.0%} confidence; at the axis floor: 0)")
+               label=f"audited ε lower bound ({1 - (1 - table['confidence'].iloc[0]) * len(table):.0%} confidence, all "
+                     f"points together; at the axis floor: 0)")
     if over.any():
         ax.scatter(lower[over], y[over], color="red", marker="X", s=60, zorder=4, label="audited bound above proven ε")
     ax.set_xscale("log")
