@@ -243,3 +243,20 @@ def test_gdp_epsilon_is_finite_for_the_mu_of_a_blatant_bug():
     for mu in (50.0, 500.0, 3000.0):
         eps = bounds.gdp_epsilon(mu, DELTA)
         assert math.isfinite(eps) and mu**2 / 2 < eps < mu**2 / 2 + 5 * mu
+
+
+def test_given_points_may_lie_outside_the_search_space_but_not_lack_a_name():
+    """`dptradeoff audit --point` audits the trainer, e.g. at lots of the whole dataset, which the tuning
+    domain does not search; a missing or non-integer hyperparameter is still refused."""
+    from dptradeoff import UserError
+    from dptradeoff.problems import get_problem
+
+    problem = get_problem("adult-logreg-sgd")
+    point = {"epochs": 10, "lot_size": 21708, "learning_rate": 0.1, "noise": 8.6, "clip": 1.0}
+    with pytest.raises(UserError, match="outside its range"):
+        problem.check(point)
+    assert problem.check(point, in_range=False)["lot_size"] == 21708
+    with pytest.raises(UserError, match="lacks"):
+        problem.check({"epochs": 10}, in_range=False)
+    with pytest.raises(UserError, match="must be an integer"):
+        problem.check({**point, "epochs": 2.5}, in_range=False)

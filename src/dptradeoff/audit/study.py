@@ -199,7 +199,9 @@ def audit_study(problem: Problem, frames: dict, given: list[dict], data, rng: np
     from ..study import every_point
 
     measured = front(problem, every_point(frames)) if frames else pd.DataFrame(columns=[*problem.names, "utility"])
-    points = front_points(problem, measured, settings.front_points) + [problem.check(dict(p)) for p in given]
+    # given points may lie outside the search space (e.g. lots of the whole dataset): the audit is of the trainer
+    points = front_points(problem, measured, settings.front_points) + [problem.check(dict(p), in_range=False)
+                                                                       for p in given]
     if not points:
         raise UserError(f"No point of {problem.name} to audit: its study has no evaluated point and none was given; "
                         f"build its study first, or give hyperparameters (--point name=value ...).")

@@ -46,8 +46,9 @@ class Problem:
         s = self.samplers.get(name)
         return (min(p.low, s.low), max(p.high, s.high)) if s else (p.low, p.high)
 
-    def check(self, point: dict) -> dict:
-        """The point as typed values; a clear error if it is outside the problem's valid range."""
+    def check(self, point: dict, in_range: bool = True) -> dict:
+        """The point as typed values; a clear error if it is outside the problem's valid range (`in_range`;
+        an audit of given hyperparameters checks names and types only: it audits the trainer, not the search)."""
         missing = [n for n in self.names if n not in point]
         if missing:
             raise UserError(f"Point for {self.name} lacks {missing}; a point needs {self.names}.")
@@ -59,7 +60,7 @@ class Problem:
                     raise UserError(f"{self.name}: {p.name} must be an integer, got {point[p.name]}; round it or fix the point.")
                 v = int(round(v))
             low, high = self.bounds(p.name)
-            if not (low <= v <= high):
+            if in_range and not (low <= v <= high):
                 raise UserError(f"{self.name}: {p.name} = {point[p.name]} is outside its range [{low:g}, {high:g}]; choose a value inside it.")
             out[p.name] = v
         return out
