@@ -116,11 +116,13 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     assert "reads the private counts" in (work / "tables/expost_table1.csv").read_text().splitlines()[0]
     assert by_method.loc[("S8000", "doubling"), "paper_answers"] == 14.77
     assert "embedded" in by_method.loc[("Reddit", "doubling"), "source"]
-    # the audit (docs/audit.md): two front points of adult-logreg-sgd, white-box, each below its proof
+    # the audit (docs/audit.md): two front points of adult-logreg-sgd and config.yaml's full-batch point,
+    # white-box, each below its proof; the full-batch one quotes the (there exact) Gaussian fit
     audit = read(str(work / "tables/audit-adult-logreg-sgd.csv"))
-    assert len(audit) == 2 and (audit["trainings"] == 80).all() and audit["audit"].str.startswith("white-box").all()
+    assert len(audit) == 3 and (audit["trainings"] == 80).all() and audit["audit"].str.startswith("white-box").all()
     assert (audit["epsilon_lb"] <= audit["epsilon"]).all() and (audit["epsilon"] > 0).all()
-    assert np.allclose(audit["confidence"], 1 - 0.05 / 2)    # Bonferroni: the two rows hold together at 95 %
+    assert np.allclose(audit["confidence"], 1 - 0.05 / 3)    # Bonferroni: the three rows hold together at 95 %
+    assert audit.set_index("lot_size").loc[21708, "estimator"] == "gaussian fit"
     assert (work / "figures/audit-adult-logreg-sgd.pdf").read_bytes().startswith(b"%PDF")
     assert "PRIVACY VIOLATION" not in (work / "tables/front-adult-logreg-sgd.md").read_text()
     # the release (docs/release.md): adult LogReg+SGD from its front on a 20 % tuning split, total epsilon 1

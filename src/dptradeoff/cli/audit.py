@@ -37,8 +37,8 @@ def audit_command(args) -> None:
     problem = resolve(args.problem, definition(config, args.problem), config["privacy"]["conversion"])
     settings = AuditSettings.from_config(config)
     changes = {k: v for k, v in (("runs", args.runs), ("front_points", args.front_points)) if v is not None}
-    given = [parse_point(args.point)] if args.point else []
-    if given and args.front_points is None:
+    given = [parse_point(args.point)] if args.point else config.get("audit", {}).get("points", {}).get(args.problem, [])
+    if args.point and args.front_points is None:
         changes["front_points"] = 0          # the given point alone, unless front points are asked for too
     settings = dataclasses.replace(settings, **changes)
     frames, missing = load_study(config, args.problem, 0) if settings.front_points else ({}, [])
