@@ -2,6 +2,16 @@
 # (audit.front_points of them) and audit.points.<problem>, each audited by the trainings the audit runs.
 
 
+def audit_mem_mb(wildcards, input, attempt):
+    """An evaluation job's memory plus the training states a white-box audit holds at once
+    (audit.whitebox.MEMORY bytes)."""
+    import math
+
+    from dptradeoff.audit.whitebox import MEMORY
+
+    return evaluation_mem_mb(wildcards, input, attempt) + math.ceil(attempt * MEMORY / 2**20 / 100) * 100
+
+
 rule audit:
     input:
         unpack(audit_inputs),
@@ -20,7 +30,7 @@ rule audit:
     threads: 1
     resources:
         runtime=per_attempt(60),
-        mem_mb=evaluation_mem_mb,
+        mem_mb=audit_mem_mb,
         gpu=evaluation_gpu,
     log:
         "logs/audit/{problem}.log",
