@@ -2,16 +2,6 @@
 # (audit.front_points of them) and audit.points.<problem>, each audited by the trainings the audit runs.
 
 
-def audit_mem_mb(wildcards, input, attempt):
-    """An evaluation job's memory plus the training states a white-box audit holds at once
-    (audit.whitebox.MEMORY bytes)."""
-    import math
-
-    from dptradeoff.audit.whitebox import MEMORY
-
-    return evaluation_mem_mb(wildcards, input, attempt) + math.ceil(attempt * MEMORY / 2**20 / 100) * 100
-
-
 rule audit:
     input:
         unpack(audit_inputs),

@@ -23,6 +23,16 @@ def evaluation_mem_mb(wildcards, input, attempt):
     return resources.evaluation_mem_mb(list(input.data), attempt)
 
 
+def audit_mem_mb(wildcards, input, attempt):
+    """An evaluation job's memory plus the training states a white-box audit holds at once
+    (audit.whitebox.MEMORY bytes)."""
+    import math
+
+    from dptradeoff.audit.whitebox import MEMORY
+
+    return evaluation_mem_mb(wildcards, input, attempt) + math.ceil(attempt * MEMORY / 2**20 / 100) * 100
+
+
 def evaluation_gpu(wildcards):
     return int(config["cluster"]["gpu"] and KNOWN_PROBLEMS[wildcards.problem].oracle.uses_gpu)
 
