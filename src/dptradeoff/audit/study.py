@@ -11,6 +11,7 @@ so in one sentence, which the table, the report and the CLI print.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -150,8 +151,6 @@ def audit(problem: Problem, points: list[dict], data, rng: np.random.Generator, 
     Each row's bound is at confidence 1 - (1 - settings.confidence) / (number of points) (Bonferroni), so
     the table's bounds hold together at settings.confidence: a violation anywhere in it is a claim at that
     confidence, however many points were audited."""
-    import dataclasses
-
     auditor = auditor_for(problem)
     each = dataclasses.replace(settings, confidence=1 - (1 - settings.confidence) / max(1, len(points)))
     rows = []
@@ -163,14 +162,18 @@ def audit(problem: Problem, points: list[dict], data, rng: np.random.Generator, 
     return frame[[*problem.names, *AUDIT_COLUMNS]]
 
 
+def joint_confidence(table: pd.DataFrame) -> float:
+    """The confidence at which all of a table's bounds hold together (each row's is Bonferroni-corrected)."""
+    return 1 - (1 - table["confidence"].iloc[0]) * len(table)
+
+
 def violation(problem_name: str, table: pd.DataFrame) -> str:
     """One loud sentence where a point's audited lower bound exceeds its proven epsilon, else ""."""
     over = table[table["epsilon_lb"] > table["epsilon"]]
     if over.empty:
         return ""
     row = over.sort_values("epsilon_lb", ascending=False).iloc[0]
-    joint = 1 - (1 - row["confidence"]) * len(table)   # the rows' Bonferroni-corrected confidence, together
-    return (f"PRIVACY VIOLATION: {problem_name}'s audit proves (at {joint:.0%} confidence, jointly over its "
+    return (f"PRIVACY VIOLATION: {problem_name}'s audit proves (at {joint_confidence(table):.0%} confidence, jointly over its "
             f"{len(table)} audited points) that {len(over)} of them are not private as claimed, e.g. epsilon >= "
             f"{row['epsilon_lb']:.3g} where the oracle claims {row['epsilon']:.3g}; its trainer or its epsilon() is "
             f"wrong, so do not use its epsilons until fixed (docs/audit.md).")
@@ -183,7 +186,7 @@ def table_note(problem_name: str, table: pd.DataFrame, config_label: str) -> str
             f"{problem_name}: epsilon is the accountant's proven upper bound (a guarantee, as far as the trainer does "
             f"what it assumes); epsilon_lb is an audited lower bound: with the stated confidence the training is not "
             f"(eps, delta)-DP for any eps below it (confidence: each row's, Bonferroni-corrected so that the table's "
-            f"bounds hold together at {1 - (1 - table['confidence'].iloc[0]) * len(table):.0%}). It is a measurement, "
+            f"bounds hold together at {joint_confidence(table):.0%}). It is a measurement, "
             f"not a guarantee, and a small epsilon_lb does "
             f"not show the training private: it bounds only what this audit's test can see (docs/audit.md). "
             f"estimator: the quoted bound's; epsilon_lb_other: the other estimator's, for comparison. "

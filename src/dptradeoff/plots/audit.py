@@ -5,6 +5,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..audit.study import joint_confidence
 from .common import save
 
 
@@ -22,7 +23,7 @@ def audit_figure(problem: str, table: pd.DataFrame, utilities: pd.Series, out: s
     ax.scatter(table["epsilon"], y, color="C0", zorder=3, label="proven ε (the accountant's upper bound)")
     over = table["epsilon_lb"].to_numpy(float) > table["epsilon"].to_numpy(float)
     ax.scatter(lower[~over], y[~over], facecolors="white", edgecolors="C1", zorder=3,
-               label=f"audited ε lower bound ({1 - (1 - table['confidence'].iloc[0]) * len(table):.0%} confidence, all "
+               label=f"audited ε lower bound ({joint_confidence(table):.0%} confidence, all "
                      f"points together; at the axis floor: 0)")
     if over.any():
         ax.scatter(lower[over], y[over], color="red", marker="X", s=60, zorder=4, label="audited bound above proven ε")
