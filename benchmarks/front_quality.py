@@ -75,6 +75,7 @@ DEFAULT = "dpareto"            # the default config's DPareto without traces: it
 BEST_KNOWN_RANDOM = 1000       # random points (traced at the largest epochs) in the best-known front
 MAX_ROUNDS = 2000              # a method that spends almost nothing per round still stops
 EQUAL = "cost"                 # --equal: what the budget counts
+PEER_GP_POINTS = 64            # dpareto.peer_gp_points of the config (main() reads it)
 # DPareto variants (the config's settings with these changed); `dpareto` is the config's default.
 VARIANTS = {
     # Each differs from the config's default (`dpareto`: exact privacy, HVPoI in the region, full refits in
@@ -92,6 +93,8 @@ VARIANTS = {
     "dpareto-gp128": {"gp_points": 128},        # (with traces) the GPs see at most 128 rows
     "dpareto-cost": {"cost_aware": True},       # the acquisition per epoch of training
 }
+# Peer variants: the GP-based peers learning from every row (before `dpareto.peer_gp_points`).
+PEER_VARIANTS = {"optuna-gp-every-row": "optuna-gp", "botorch-every-row": "botorch"}
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config", "config.yaml")
 
 
@@ -156,8 +159,10 @@ def run_chain(method: str, problem, oracle: Oracle, initial: pd.DataFrame, setti
         proposer = DPareto(settings)
     elif base in VARIANTS:
         proposer = DPareto(replace(settings, **VARIANTS[base]))
+    elif base in PEER_VARIANTS:
+        proposer = PEERS[PEER_VARIANTS[base]]             # gp_points None: every row
     else:
-        proposer = PEERS[base]
+        proposer = PEERS[base].configured(PEER_GP_POINTS)  # as the chain rule runs it
     evals = oracle(initial, traced).assign(proposal_seconds=np.nan)
     previous = None
     for r in range(MAX_ROUNDS):
@@ -257,6 +262,8 @@ def main() -> None:
     os.makedirs("front_quality", exist_ok=True)
     config = yaml.safe_load(open(CONFIG))
     settings = Settings.from_config(config["dpareto"], config["statistics"])
+    global PEER_GP_POINTS
+    PEER_GP_POINTS = int(config["dpareto"].get("peer_gp_points", PEER_GP_POINTS))
     traces = TraceSettings.from_config({**config["dpareto"], "traces": True})
     metric_settings = MetricSettings.from_config(config["statistics"])
     methods = [DEFAULT] + [m for m in args.methods if m != DEFAULT]   # the default first: it sets the budget

@@ -1,15 +1,19 @@
-"""Shared fixtures: a local HTTP server on 127.0.0.1 and a helper that runs the real Snakemake workflow."""
+"""Shared fixtures: a local HTTP server on 127.0.0.1, a helper that runs the real Snakemake workflow, and
+pipelines built once per test session (`shared_pipeline`) for every test that only reads their outputs."""
 from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Callable
 
 import pytest
+from filelock import FileLock
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,3 +48,50 @@ def snakemake(workdir: Path, *args: str, timeout: float = 900) -> subprocess.Com
 @pytest.fixture
 def run_snakemake():
     return snakemake
+
+
+def session_folder(tmp_path_factory) -> Path:
+    """A folder every test of this pytest session sees, whichever pytest-xdist worker runs it (each
+    worker's own temporary folder lies inside the session's)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def shared_pipeline(tmp_path_factory, name: str, build: Callable[[Path], subprocess.CompletedProcess]) -> tuple[Path, subprocess.CompletedProcess]:
+    """`build(work)` run once per test session, whichever worker asks first (the others wait on a file
+    lock, then read its record): the working folder and the run's outcome. Tests given it only read."""
+    root = session_folder(tmp_path_factory) / "pipelines"
+    root.mkdir(exist_ok=True)
+    work, record = root / name, root / f"{name}.json"
+    with FileLock(str(root / f"{name}.lock")):
+        if not record.exists():
+            done = build(work)
+            record.write_text(json.dumps({"args": [str(a) for a in done.args], "returncode": done.returncode,
+                                          "stdout": done.stdout, "stderr": done.stderr}))
+    saved = json.loads(record.read_text())
+    return work, subprocess.CompletedProcess(saved["args"], saved["returncode"], saved["stdout"], saved["stderr"])
+
+
+@pytest.fixture(scope="session")
+def tiny_all(tmp_path_factory):
+    """The tiny config's `all` (tests/tiny.py), built once per session: (working folder, the run). The
+    tests of its outputs only read it; they share the `tiny` xdist group, so one worker builds it while
+    the other goes on with the rest of the suite."""
+    import yaml
+
+    from tiny import TINY
+
+    def build(work: Path) -> subprocess.CompletedProcess:
+        config = work.parent / "tiny.yaml"
+        config.write_text(yaml.safe_dump(TINY))
+        return snakemake(work, "all", "--cores", "2", f"--configfile={config}", timeout=1800)
+
+    return shared_pipeline(tmp_path_factory, "tiny-all", build)
+
+
+@pytest.fixture(scope="session")
+def paper_dry_run(tmp_path_factory):
+    """`snakemake all -n --configfile config/paper.yaml` (the papers' scale: thousands of jobs, about a
+    minute to plan), once per session for the tests that read its plan (xdist group `paper-dry-run`)."""
+    return shared_pipeline(tmp_path_factory, "paper-dry-run",
+                           lambda work: snakemake(work, "all", "-n", "--configfile=config/paper.yaml"))[1]

@@ -197,7 +197,9 @@ def test_torch_whitebox_reads_the_dirac_canary_and_the_noise_from_the_updates(wh
     assert (drawn | np.isclose(released, 0.0, atol=1e-4)).all() and drawn.any() and not drawn.all(), released
 
 
-@pytest.mark.parametrize("which, runs", [("mlp", 60), ("cnn", 25)])
+# The CNN's 100 trainings take about 45 s, so it runs in the full suite only; the quick tier keeps the MLP's
+# audit and the CNN's own mechanism tests (tests/test_cnn.py, tests/test_mechanisms.py).
+@pytest.mark.parametrize("which, runs", [("mlp", 60), pytest.param("cnn", 25, marks=pytest.mark.slow)])
 def test_torch_whitebox_audit_is_below_the_proof_and_exposes_halved_noise(which, runs):
     """Full-batch SGD of the MLP (mlp2) and the CNN, proven (4, 1e-5)-DP: the audit stays below the
     mechanism's exact epsilon; trained with half the noise it exceeds the claimed 4."""

@@ -371,6 +371,7 @@ def test_the_blas_library_scan_runs_once_per_process_under_the_import_lock(monke
     assert scans == [True]
 
 
+@pytest.mark.slow   # two chains started in one fresh process, TensorFlow and torch imported: about 10 s each
 @pytest.mark.parametrize("delay", [0.5, 1.0])
 def test_two_chains_first_rounds_in_one_process_do_not_deadlock(tmp_path, delay):
     """The same hang end to end: two first rounds, the second `delay` s after the first, in a fresh

@@ -79,8 +79,9 @@ def test_all_datasets_from_local_http_server(real_config, run_snakemake, tmp_pat
     assert sorted(np.concatenate([y for _, y in xs]).tolist()) == [0, 0, 0, 1, 1]
 
 
-def test_paper_config_lists_the_real_downloads(run_snakemake, tmp_path):
-    done = run_snakemake(tmp_path / "work", "all", "-n", "--configfile", "config/paper.yaml")
+@pytest.mark.xdist_group("paper-dry-run")
+def test_paper_config_lists_the_real_downloads(paper_dry_run):
+    done = paper_dry_run
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout + done.stderr
     for name in ("adult.data", "adult.test", "train-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",

@@ -36,6 +36,9 @@ import pytest
 
 from conftest import REPO, snakemake
 
+# one xdist worker: its module fixtures read snakemake --help and dry-run every documented target once
+pytestmark = pytest.mark.xdist_group("docs")
+
 README = REPO / "README.md"
 DOC_FILES = [README, *sorted((REPO / "docs").glob("*.md")), REPO / "config" / "README.md"]
 README_MAX_LINES = 250

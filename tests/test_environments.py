@@ -26,6 +26,9 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE / "user_problems"))   # the in-process reference imports the oracle's sibling model
 import centroid_model  # noqa: E402
 
+# one xdist worker: its module fixtures build environments once
+pytestmark = pytest.mark.xdist_group("environments")
+
 ORACLE = "tests/user_problems/numpy2_centroid.py:NumpyTwoCentroid"
 DOMAIN = {"eps": {"low": 0.01, "high": 10.0, "log": True}, "clip": {"low": 0.05, "high": 5.0, "log": True}}
 NEEDS_NUMPY2 = '''"""Needs numpy >= 2: refuses to import under numpy 1, and uses numpy 2's vector_norm."""

@@ -13,7 +13,7 @@ from scipy import stats
 from dptradeoff import UserError
 from dptradeoff.expost import baselines, experiments, threads, tuning
 from dptradeoff.expost.settings import ExpostSettings
-from test_pipeline_all_tiny import TINY
+from tiny import TINY
 
 CFG = {**TINY["expost"], "budget": 10.0, "delta": 1e-6, "grid": {"start": 0.001, "ratio": math.sqrt(2)},
        "thread_order": "given", "accept_sigma": "laplace_scale",

@@ -142,6 +142,7 @@ def test_figs_3_and_4_show_the_error_the_gp_models_and_the_star_of_that_fit(draw
     assert np.allclose(star_drawn, star[p.names].to_numpy())
 
 
+@pytest.mark.slow   # a dry run of config/paper-adult.yaml's thousands of jobs: about 18 s
 def test_figure_rules_read_the_files_the_paper_s_figures_show(run_snakemake, tmp_path):
     """Dry run of the Adult study: Fig. 7 reads the three adult chains only (no random sampling), Fig. 5
     reads DPareto, random and uniform sampling and Table 2's sample, Fig. 6 the grids it draws; `all`

@@ -1,73 +1,36 @@
-"""`all` on a tiny configuration: every rule of the pipeline, every figure and table, end to end."""
+"""`all` on the tiny configuration (tests/tiny.py): every rule of the pipeline, every figure and table, end to
+end. The run is conftest's `tiny_all`, built once per session; each test here reads part of it."""
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
-import yaml
 
 from dptradeoff.stats.tables import read
 
-pytestmark = pytest.mark.slow
-
-TINY = {
-    "dpareto": {"runs": 1, "initial_points": 4, "iterations": 4, "batch_size": 1, "candidates": 200, "gp_restarts": 1},
-    "problems": {
-        "adult-logreg-sgd": {"repeats": 1, "grids": [2], "ranges": {"epochs": [1, 1], "lot_size": [256, 512]}},
-        "adult-logreg-adam": {"repeats": 1, "grids": [], "ranges": {"epochs": [1, 1], "lot_size": [256, 512]}},
-        "adult-svm-sgd": {"repeats": 1, "grids": [], "ranges": {"epochs": [1, 1], "lot_size": [256, 512]}},
-        "mnist-mlp1-sgd": {"repeats": 1, "grids": [], "ranges": {"epochs": [1, 1], "lot_size": [1000, 4000]}},
-        "mnist-mlp2-sgd": {"repeats": 1, "grids": [], "ranges": {"epochs": [1, 1], "lot_size": [1000, 4000]}},
-        "adult-logreg-outpert": {"repeats": 1},
-        "svt": {"repeats": 5},
-    },
-    "random_sampling": {"points": 8, "points_per_job": 8},
-    "audit": {"problems": ["adult-logreg-sgd"], "front_points": 2, "runs": 40},
-    "illustrations": {"grid": 3, "initial_points": 8, "surface_resolution": 5},
-    "statistics": {"comparison_parts": 2, "batch_comparison": {"problem": "adult-logreg-sgd", "batch_size": 2}},
-    "expost": {
-        "budget": 10, "delta": 1e-6, "grid": {"start": 0.001, "ratio": 1.4142135623730951}, "trials": 2,
-        "synthetic": {"samples": [8000], "threads": 300, "exponent": -0.75},
-        "fig1": {"eps": 0.1, "eps_prime": 0.01, "max_mean": 120},
-        "table1": {"eps_prime": 0.001, "expected_runs": 1.0},
-        "table2": {"eps_prime": 0.01, "expected_runs": 0.3, "alpha": 32, "window": 2},
-        "table3": {
-            "datasets": ["twitter", "mnist", "gisette"], "trials": 1,
-            "thresholds": {"twitter": 0.05, "mnist": 0.2, "gisette": 0.4}, "twitter_target_bound": 10.0,
-            "grid": {"eps": [0.4, 0.8], "learning_rate": [0.1], "epochs": [1], "batch_size": [256], "clip": [1.0]},
-            "eps_prime": 0.01, "alpha": 64, "max_attempts": 3,
-            "doubling": {"budgets": [0.4, 0.8], "eta": 1.0, "mean_runs": 2},
-            "brownian": {"eps": [0.2, 0.6, 1.0], "above_threshold_eps": 0.01, "ridge": 0.001, "gamma": 0.001},
-        },
-    },
-    "proposetest": {
-        "simulation": {"seeds": 20, "candidates": 20, "partitions": 10, "eps0": 0.1, "granularity": 0.01, "u0": 0.0},
-        "gaps": {"granularities": [0.01, 0.1], "seeds": 5},
-        "adult": {"partitions": 3, "eps0": 0.5, "granularity": 0.05, "u0": 0.5, "epsilon": 1.0, "delta": 1e-5,
-                  "delta_prime": 1e-6, "validation_fraction": 0.2,
-                  "grid": {"learning_rate": [0.01, 0.1], "epochs": [1], "lot_size": [256], "clip": [1.0]}},
-    },
-    "taylor": {
-        "datasets": ["adult", "gisette"], "losses": ["logistic", "huber"], "c": 0.25, "lambda": 1e-6,
-        "readings": [{"name": "default", "solver": "exact", "noise": "dp"},
-                     {"name": "paper", "solver": "sgd", "noise": "as_published"}],
-        "iterations": 20, "learning_rate": 0.01, "batch_size": 50, "repeats": 2, "samples": 500,
-        "targets": {"start": 0.1, "stop": 0.5, "step": 0.1}, "measuring": [0.1, 0.3], "fig1_measuring": [0.1],
-        "fig2": {"datasets": ["adult"], "samples": [200, 500], "repeats": 1, "reading": "default"},
-    },
-}
+# the tiny `all` is built once per session (conftest's tiny_all); these tests read its outputs
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny")]
 
 
-def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_path):
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(TINY))
-    work = tmp_path / "work"
-    done = run_snakemake(work, "all", "--cores", "2", f"--configfile={path}", timeout=1800)
+@pytest.fixture(scope="module")
+def work(tiny_all):
+    work, done = tiny_all
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    return work
+
+
+def test_all_on_a_tiny_config_runs_with_clean_logs(tiny_all):
+    work, done = tiny_all
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     # clean logs: no TensorFlow/CUDA start-up noise on the terminal or in any job log
     noise = ("Unable to register cu", "absl::InitializeLog", "oneDNN custom operations", "cpu_feature_guard",
              "Could not find cuda drivers", "TF-TRT")
     for text in [done.stdout + done.stderr] + [log.read_text() for log in (work / "logs").rglob("*.log")]:
         assert not any(n in text for n in noise), [line for line in text.splitlines() if any(n in line for n in noise)]
+
+
+def test_paper_000_and_001_figures_and_tables(work):
     for n in range(1, 9):
         pdf = (work / f"figures/fig{n}.pdf").read_bytes()
         source = b"simulated queries" if n in (2, 4) else b"embedded"  # SVT has no dataset
@@ -99,7 +62,9 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     batch = read(str(work / "tables/batch_vs_sequential.csv"))
     assert set(batch["batch_size"]) == {1, 2}
     assert (work / "tables/table2.md").read_text().startswith("| problem")
-    # paper 004
+
+
+def test_paper_004_figure_and_tables(work):
     assert (work / "figures/expost_fig1.pdf").read_bytes().startswith(b"%PDF")
     for n, rows in ((1, {"S8000", "Reddit"}), (2, {"S8000"}), (3, {"twitter", "mnist", "gisette"})):
         path = work / f"tables/expost_table{n}.csv"
@@ -116,6 +81,9 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     assert "reads the private counts" in (work / "tables/expost_table1.csv").read_text().splitlines()[0]
     assert by_method.loc[("S8000", "doubling"), "paper_answers"] == 14.77
     assert "embedded" in by_method.loc[("Reddit", "doubling"), "source"]
+
+
+def test_the_audit_table_and_figure(work):
     # the audit (docs/audit.md): two front points of adult-logreg-sgd and config.yaml's full-batch point,
     # white-box, each below its proof; the full-batch one quotes the (there exact) Gaussian fit
     audit = read(str(work / "tables/audit-adult-logreg-sgd.csv"))
@@ -125,8 +93,10 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     assert audit.set_index("lot_size").loc[21708, "estimator"] == "gaussian fit"
     assert (work / "figures/audit-adult-logreg-sgd.pdf").read_bytes().startswith(b"%PDF")
     assert "PRIVACY VIOLATION" not in (work / "tables/front-adult-logreg-sgd.md").read_text()
+
+
+def test_the_release(work):
     # the release (docs/release.md): adult LogReg+SGD from its front on a 20 % tuning split, total epsilon 1
-    import json
 
     record = json.loads((work / "results/release/adult-logreg-sgd/release.json").read_text())
     assert record["guarantee"]["epsilon"] <= 1.0 and record["guarantee"]["delta"] == 1e-5
@@ -141,6 +111,9 @@ def test_all_on_a_tiny_config_builds_every_figure_and_table(run_snakemake, tmp_p
     diagnostics = json.loads((work / "results/release/adult-logreg-sgd/diagnostics.json").read_text())
     assert diagnostics["trials_run"] >= 1 and diagnostics["keep_private"].startswith("NOT covered")
     assert (work / "figures/release-adult-logreg-sgd.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_paper_003_and_002_figures_and_tables(work):
     # papers 003 and 002
     for name in ("proposetest_fig1", "proposetest_fig2", "taylor_fig1", "taylor_fig2"):
         assert (work / f"figures/{name}.pdf").read_bytes().startswith(b"%PDF"), name

@@ -114,8 +114,9 @@ def test_a_damaged_intermediate_file_stops_its_readers_with_one_sentence(tmp_pat
         assert not (work / rerun).exists()
 
 
-def test_paper_config_dag_builds(run_snakemake, tmp_path):
-    done = run_snakemake(tmp_path / "work", "all", "-n", "--configfile=config/paper.yaml")
+@pytest.mark.xdist_group("paper-dry-run")
+def test_paper_config_dag_builds(paper_dry_run):
+    done = paper_dry_run
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-2000:]
     assert "RecursionError" not in out

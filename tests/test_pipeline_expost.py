@@ -1,4 +1,4 @@
-"""Paper 004 through Snakemake: Table 1 and Fig. 1 from a clean directory, and a config error that
+"""Paper 004 through Snakemake: Table 1 and Fig. 1 of the tiny `all`, and a config error that
 names its key before anything runs. (Tables 2-3 run in the tiny `all`.)"""
 from __future__ import annotations
 
@@ -9,16 +9,15 @@ import yaml
 
 from dptradeoff.problems.tables import read_frame
 from dptradeoff.stats.tables import read
-from test_pipeline_all_tiny import TINY
+from tiny import TINY
 
 pytestmark = pytest.mark.slow
 
 
-def test_table1_and_fig1(run_snakemake, tmp_path):
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump({"expost": TINY["expost"]}))
-    work = tmp_path / "work"
-    done = run_snakemake(work, "tables/expost_table1.csv", "figures/expost_fig1.pdf", "--cores", "2", f"--configfile={path}")
+@pytest.mark.xdist_group("tiny")
+def test_table1_and_fig1(tiny_all):
+    """Read from the session's tiny `all` (conftest's `tiny_all`), whose expost section is TINY's."""
+    work, done = tiny_all
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     table = read(str(work / "tables/expost_table1.csv"))
     assert list(dict.fromkeys(table["dataset"])) == ["S8000", "Reddit"] and (table["trials"] == 2).all()

@@ -1,4 +1,4 @@
-"""Papers 003 and 002 through Snakemake on tiny settings: figures, tables and their provenance, and
+"""Papers 003 and 002 through Snakemake on tiny settings (the session's tiny `all`): figures, tables and their provenance, and
 a config error that names its key before anything runs."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import yaml
 from dptradeoff.io import read_provenance
 from dptradeoff.problems.tables import read_frame
 from dptradeoff.stats.tables import read
-from test_pipeline_all_tiny import TINY
+from tiny import TINY
 
 pytestmark = pytest.mark.slow
 
@@ -18,12 +18,14 @@ TARGETS = ["figures/proposetest_fig1.pdf", "figures/proposetest_fig2.pdf", "tabl
            "figures/taylor_fig1.pdf", "tables/taylor_table1.csv", "figures/taylor_fig2.pdf"]
 
 
-def test_proposetest_and_taylor_outputs(run_snakemake, tmp_path):
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump({"proposetest": TINY["proposetest"], "taylor": TINY["taylor"]}))
-    work = tmp_path / "work"
-    done = run_snakemake(work, *TARGETS, "--cores", "2", f"--configfile={path}")
+@pytest.mark.xdist_group("tiny")
+def test_proposetest_and_taylor_outputs(tiny_all):
+    """Read from the session's tiny `all` (conftest's `tiny_all`), whose proposetest and taylor sections
+    are TINY's."""
+    work, done = tiny_all
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    for target in TARGETS:
+        assert (work / target).exists(), target
     paths = read_frame(str(work / "results/proposetest/paths.parquet"))
     assert paths["seed"].nunique() == 20 and (paths.groupby("seed")["iteration"].min() == 0).all()
     adult = read(str(work / "tables/proposetest_adult.csv")).iloc[0]

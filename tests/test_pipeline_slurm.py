@@ -1,31 +1,39 @@
 """The pipeline on a real SLURM: the tiny config's `all` through `--profile profiles/slurm` against the
-single-node cluster that profiles/slurm/local-slurm starts (as root; CI here runs as root). The
+single-node cluster that profiles/slurm/local-slurm starts (as root; CI here runs as root). Every rule
+of the tiny config's `all` runs, at fewer instances than tests/test_pipeline_all_tiny.py runs them
+(SLURM_TINY: each SLURM job costs seconds of queueing and a Snakemake start on the node). The
 training jobs are SLURM jobs, the rest stays local; a preempted (requeued) job is not lost; a job
 that fails on the cluster shows its rule and its log as locally.
 
 Without root and without that cluster this module is skipped, with the reason in pytest's summary."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
-import threading
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
+import local_slurm
 from conftest import REPO
-from test_pipeline_all_tiny import TINY
+from tiny import TINY
 
-pytestmark = pytest.mark.slow
+# one worker holds the cluster: it starts it once and stops it after the module's last test
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
-SCRIPT = REPO / "profiles/slurm/local-slurm"
-MARK = "# Written by dptradeoff's profiles/slurm/local-slurm"
+# Every study but the audit (one more job of an ordinary script rule; the tiny all runs it), with one
+# peer beside DPareto (every peer's rounds run as DPareto's do, in the Snakemake process on this host):
+# every rule of TINY's `all` (the same 44 rules in a dry run), each at fewer instances: one chain problem
+# with two rounds, one Taylor dataset and loss, one Table 3 dataset (91 jobs against 239).
+SLURM_TINY = {
+    **TINY, "studies": ["dpareto", "illustrations", "batch", "expost", "proposetest", "taylor", "release"],
+    "dpareto": {**TINY["dpareto"], "problems": ["adult-logreg-sgd"],
+                "methods": ["dpareto", "botorch"], "iterations": 2},
+    "taylor": {**TINY["taylor"], "datasets": ["adult"], "losses": ["logistic"]},
+    "expost": {**TINY["expost"], "table3": {**TINY["expost"]["table3"], "datasets": ["twitter"]}},
+}
+
 # What the cluster must run (the jobs that train or simulate) and what must stay on this host.
 CLUSTER_RULES = {"dataset_split", "reddit_histogram", "evaluate_batch", "evaluate_random_batch", "bo_evaluate",
                  "illustration_evaluate", "illustration_surfaces", "expost_invocations", "expost_thread_trials",
@@ -36,98 +44,26 @@ LOCAL_RULES = {"bo_propose", "bo_initial", "bo_gather", "gather_evaluations", "r
                "batch_vs_sequential", "fig_oracles", "fig_surfaces", "fig5", "fig6", "fig_fronts", "front_report",
                "expost_fig1", "expost_thread_table", "expost_table3", "proposetest_figures", "taylor_fig1_table1",
                "taylor_fig2", "release_report", "front_cost", "all"}
-HARD_TIMEOUT = 2400   # seconds: a hang (e.g. a status command that never answers) fails the test
-
-
-def _ours() -> bool:
-    conf = Path("/etc/slurm/slurm.conf")
-    return conf.exists() and MARK in conf.read_text()
 
 
 @pytest.fixture(scope="module")
 def slurm():
     """The local cluster: started here if need be (and then stopped after), else skipped with why."""
-    if not (os.geteuid() == 0 or (_ours() and shutil.which("sbatch"))):
-        pytest.skip("needs root to start a local SLURM (profiles/slurm/local-slurm start), or that cluster running")
-    if Path("/etc/slurm/slurm.conf").exists() and not _ours():
-        pytest.skip("/etc/slurm/slurm.conf belongs to another SLURM setup; this test runs only on the local one")
-    started = subprocess.run([str(SCRIPT), "status"], capture_output=True, text=True).stdout.count("started here") < 5
-    done = subprocess.run([str(SCRIPT), "start"], capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr
+    why = local_slurm.unavailable()
+    if why:
+        pytest.skip(why)
+    started = local_slurm.start()
     yield
     if started:
-        subprocess.run([str(SCRIPT), "stop"], capture_output=True, text=True, timeout=300)
-
-
-def _snakemake(work: Path, *args: str) -> subprocess.CompletedProcess:
-    """Snakemake with the SLURM profile as the README runs it; killed, with its SLURM jobs, at the deadline."""
-    work.mkdir(parents=True, exist_ok=True)
-    if not (work / "config").exists():
-        (work / "config").symlink_to(REPO / "config")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work),
-           "--profile", str(REPO / "profiles/slurm"), *args]
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=HARD_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        subprocess.run(["scancel", "--user", "root"], capture_output=True)
-        out, _ = proc.communicate()
-        pytest.fail(f"snakemake --profile profiles/slurm hung past {HARD_TIMEOUT} s; its output ends:\n{out[-3000:]}")
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, "")
-
-
-def _sacct(since: str) -> list[dict]:
-    """Every allocation (requeued ones too) of the jobs submitted since `since`."""
-    out = subprocess.run(["sacct", "-X", "-D", "--parsable2", "--noheader", "-S", since,
-                          "-o", "JobID,State,Comment%200,ReqMem,Elapsed"], capture_output=True, text=True, check=True)
-    rows = [dict(zip(["id", "state", "comment", "req_mem", "elapsed"], line.split("|")))
-            for line in out.stdout.splitlines() if line]
-    return [r for r in rows if r["comment"].startswith("rule_")]
-
-
-def _max_rss_mb(job_id: str) -> float:
-    out = subprocess.run(["sacct", "-j", job_id, "--parsable2", "--noheader", "-o", "MaxRSS"],
-                         capture_output=True, text=True, check=True).stdout
-    sizes = [float(v[:-1]) * {"K": 1 / 1024, "M": 1, "G": 1024}[v[-1]] for v in out.split() if v and v[-1] in "KMG"]
-    return max(sizes, default=0.0)
-
-
-def _requeue_one_running_evaluation(stop: threading.Event, requeued: dict) -> None:
-    """Preempt the way a cluster does: `scontrol requeue` a running evaluation job, once, and note
-    what SLURM says of it then (back in the queue, one restart)."""
-    while not stop.is_set() and not requeued:
-        out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            job, comment = line.split("|", 1)
-            if comment.startswith("rule_evaluate"):
-                if subprocess.run(["scontrol", "requeue", job], capture_output=True).returncode == 0:
-                    shown = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True).stdout
-                    requeued.update(id=job, comment=comment, state=re.search(r"JobState=(\w+)", shown).group(1),
-                                    restarts=int(re.search(r"Restarts=(\d+)", shown).group(1)))
-                break
-        time.sleep(0.5)
+        local_slurm.stop()
 
 
 def test_the_tiny_config_runs_end_to_end_on_slurm(slurm, tmp_path):
     config = tmp_path / "tiny.yaml"
-    # one peer beside DPareto: every peer's rounds run as DPareto's do (in the Snakemake process on this host)
-    # every study but the audit (one more job of an ordinary script rule; tests/test_pipeline_all_tiny.py runs it)
-    studies = ["dpareto", "illustrations", "batch", "expost", "proposetest", "taylor", "release"]
-    config.write_text(yaml.safe_dump({**TINY, "studies": studies,
-                                      "dpareto": {**TINY["dpareto"], "methods": ["dpareto", "botorch"]}}))
-    since = time.strftime("%Y-%m-%dT%H:%M:%S")
-    stop, requeued = threading.Event(), {}
-    preempt = threading.Thread(target=_requeue_one_running_evaluation, args=(stop, requeued), daemon=True)
-    preempt.start()
-    start = time.time()
-    done = _snakemake(tmp_path / "work", "all", f"--configfile={config}")
-    wall = time.time() - start
-    stop.set()
-    assert done.returncode == 0, done.stdout[-5000:]
+    config.write_text(yaml.safe_dump(SLURM_TINY))
     work = tmp_path / "work"
+    done, cluster = local_slurm.snakemake_preempted(work, "all", f"--configfile={config}")
+    assert done.returncode == 0, done.stdout[-5000:]
     for n in range(1, 9):
         assert (work / f"figures/fig{n}.pdf").read_bytes().startswith(b"%PDF"), n
     for table in ("table2", "overhead", "expost_table1", "taylor_table1"):
@@ -136,7 +72,7 @@ def test_the_tiny_config_runs_end_to_end_on_slurm(slurm, tmp_path):
     # What ran where: Snakemake's own record, and SLURM's.
     local = set(re.findall(r"^localrule (\w+):", done.stdout, re.MULTILINE))
     remote = set(re.findall(r"^rule (\w+):", done.stdout, re.MULTILINE))
-    jobs = _sacct(since)
+    jobs = local_slurm.sacct(cluster["since"])
     on_cluster = {re.match(r"rule_(\w+?)_wildcards|rule_(\w+)", j["comment"]).group(1) or j["comment"][5:]
                   for j in jobs}
     assert remote == on_cluster <= CLUSTER_RULES, (remote, on_cluster)
@@ -144,6 +80,7 @@ def test_the_tiny_config_runs_end_to_end_on_slurm(slurm, tmp_path):
     assert {"evaluate_batch", "bo_evaluate", "taylor_measure"} <= on_cluster
 
     # The preempted job went back to the queue, ran again, and its output is there.
+    requeued = cluster["requeued"]
     assert requeued, "no evaluation job was running to requeue"
     assert requeued["state"] != "RUNNING" and requeued["restarts"] == 1, requeued   # stopped, to run again
     history = [j["state"] for j in jobs if j["id"] == requeued["id"]]   # sacct may keep the first allocation
@@ -155,9 +92,9 @@ def test_the_tiny_config_runs_end_to_end_on_slurm(slurm, tmp_path):
     # Every job asked for at least the memory it used (sacct's peak RSS of its steps).
     for job in (j for j in jobs if j["state"] == "COMPLETED"):
         asked = float(job["req_mem"].rstrip("Mn"))
-        assert _max_rss_mb(job["id"]) < asked, job
+        assert local_slurm.max_rss_mb(job["id"]) < asked, job
     cluster_jobs = sum(1 for j in jobs if j["state"] == "COMPLETED")
-    print(f"slurm: all in {wall:.0f} s; {cluster_jobs} SLURM jobs ({', '.join(sorted(on_cluster))}); "
+    print(f"slurm: all in {cluster['wall']:.0f} s; {cluster_jobs} SLURM jobs ({', '.join(sorted(on_cluster))}); "
           f"{done.stdout.count('localrule ')} local jobs ({', '.join(sorted(local))})")
 
 
@@ -172,7 +109,7 @@ def test_a_job_failing_on_the_cluster_shows_its_rule_and_log(slurm, tmp_path):
         "random_sampling": {"points": 2, "points_per_job": 2, "uniform": False},
     }))
     target = "results/dpareto/broken/random/0/evaluations.parquet"
-    done = _snakemake(tmp_path / "work", target, f"--configfile={config}", "--retries", "0")
+    done = local_slurm.snakemake(tmp_path / "work", target, f"--configfile={config}", "--retries", "0")
     assert done.returncode != 0
     out = done.stdout
     assert "Error in rule evaluate_random_batch" in out, out[-4000:]
@@ -205,9 +142,9 @@ def test_a_problem_in_its_own_environment_is_evaluated_on_slurm(slurm, tmp_path,
         "random_sampling": {"points": 4, "points_per_job": 2, "uniform": False},
     }))
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
-    done = _snakemake(tmp_path / "work", "all", f"--configfile={config}")
+    done = local_slurm.snakemake(tmp_path / "work", "all", f"--configfile={config}")
     assert done.returncode == 0, done.stdout[-5000:]
-    on_cluster = {j["comment"].split("_wildcards")[0][5:] for j in _sacct(since) if j["state"] == "COMPLETED"}
+    on_cluster = {j["comment"].split("_wildcards")[0][5:] for j in local_slurm.sacct(since) if j["state"] == "COMPLETED"}
     assert {"evaluate_random_batch", "bo_evaluate"} <= on_cluster, on_cluster
     chain = read_frame(str(tmp_path / "work/results/dpareto/centroid/dpareto/0/evaluations.parquet"))
     assert len(chain) == 6 and chain["failure"].isna().all() and (chain["epsilon"] == chain["eps"]).all()

@@ -4,6 +4,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = r"""
 import ctypes, os, sys
 from dptradeoff.quiet import native_stderr_filtered
@@ -22,6 +24,7 @@ def test_known_noise_is_dropped_and_everything_else_passes():
     assert done.stderr.splitlines() == ["a real error from C", "a real Python warning", "after the block"]
 
 
+@pytest.mark.slow   # a fresh interpreter importing TensorFlow and GPflow: about 15 s
 def test_importing_the_gp_backend_prints_nothing():
     done = subprocess.run([sys.executable, "-c", "from dptradeoff.bo import gp; gp.backend(); gp.fitter(2)"],
                           capture_output=True, text=True, check=True)

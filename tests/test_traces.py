@@ -179,6 +179,7 @@ def test_a_trace_axis_that_is_not_an_integer_parameter_is_refused_at_config_time
         _user_problem("WrongAxis")
 
 
+@pytest.mark.slow   # Opacus trains the Basic MNIST CNN five times: about 12 s
 def test_the_opacus_example_traces_every_epoch_as_its_shorter_training():
     """The Opacus CNN example's `utility_trace`: epoch e's accuracy is that of a training of e epochs."""
     import sys

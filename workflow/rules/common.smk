@@ -127,7 +127,9 @@ def method_evaluations():
 
 def chain_method(chain):
     """The object that proposes a chain's rounds: DPareto (`dpareto`, `dpareto-q<q>`) or a peer optimiser."""
-    return PEERS[chain] if chain in PEERS else DPareto(bo_settings())
+    if chain in PEERS:
+        return PEERS[chain].configured(config["dpareto"]["peer_gp_points"])
+    return DPareto(bo_settings())
 
 
 def trace_settings():

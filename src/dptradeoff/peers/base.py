@@ -11,10 +11,12 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from ..bo.propose import gp_rows
 from ..bo.transforms import objectives_to_gp
 from ..problems.problem import Problem
 from ..seeds import derive_seed
@@ -42,8 +44,17 @@ class Peer(ABC):
               initial: int, previous: dict | None, context=None) -> tuple[pd.DataFrame, dict]:
         """A chain round (as DPareto's, `bo.propose.DPareto.round`): the points and what the proposal file
         records; the seed is the round's own, the previous round's file and the context are not needed."""
-        points = self.propose(problem, evals, q, derive_seed(seed, problem.name, self.name, run, round_index))
-        return points, {"settings": self.settings}
+        rows = self.learning_rows(evals)
+        points = self.propose(problem, rows, q, derive_seed(seed, problem.name, self.name, run, round_index))
+        return points, {"settings": self.settings, "learned_from": len(rows)}
+
+    def learning_rows(self, evals: pd.DataFrame) -> pd.DataFrame:
+        """The evaluation rows the optimiser learns from: every one."""
+        return evals
+
+    def configured(self, gp_points: int) -> "Peer":
+        """The peer as a chain runs it, given the config's `dpareto.peer_gp_points`."""
+        return self
 
     @abstractmethod
     def _propose(self, problem: Problem, evals: pd.DataFrame, q: int, seed: int) -> list[dict]:
@@ -62,3 +73,18 @@ class Peer(ABC):
     def objectives(evals: pd.DataFrame) -> np.ndarray:
         """(log epsilon, logit error) per evaluation, clipped as the GPs' (transforms), both minimised."""
         return objectives_to_gp(evals["epsilon"].to_numpy(float), evals["error"].to_numpy(float))
+
+
+@dataclass(frozen=True)
+class GPPeer(Peer, ABC):
+    """A peer that fits GPs: it learns from the rows DPareto's GPs would (`bo.propose.gp_rows`) capped at
+    `gp_points` (`dpareto.peer_gp_points`), every training's own point first, then epoch-trace rows on the
+    observed front. A round's cost grows with its rows; with epoch traces a chain's rows outnumber its
+    trainings about 8 to 1 (benchmarks/peer_rows.py)."""
+    gp_points: int | None = None
+
+    def learning_rows(self, evals: pd.DataFrame) -> pd.DataFrame:
+        return evals if self.gp_points is None else gp_rows(evals, self.gp_points)
+
+    def configured(self, gp_points: int) -> "Peer":
+        return replace(self, gp_points=gp_points)

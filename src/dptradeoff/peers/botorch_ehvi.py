@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..bo.transforms import InputScaler, error_to_gp, privacy_to_gp
-from .base import TORCH_LOCK, Peer
+from .base import TORCH_LOCK, GPPeer
 
 # The paper's anti-ideal point in the maximised outputs (-log epsilon, -logit error).
 REFERENCE = (-float(privacy_to_gp(10.0)), -float(error_to_gp(0.999)))
@@ -59,7 +59,7 @@ def _blas_already_on_one_thread(limits=None, user_api=None):
 
 
 @dataclass(frozen=True)
-class BoTorchLogNEHVI(Peer):
+class BoTorchLogNEHVI(GPPeer):
     name = "botorch"
     settings = {"library": "botorch 0.18.1", "model": "ModelListGP of SingleTaskGP (Standardize)",
                 "acquisition": "qLogNoisyExpectedHypervolumeImprovement", "prune_baseline": True, "mc_samples": 128,

@@ -19,7 +19,7 @@ from abc import abstractmethod
 from dataclasses import dataclass
 
 from ..problems.problem import Problem
-from .base import TORCH_LOCK, Peer
+from .base import TORCH_LOCK, GPPeer, Peer
 
 
 def _optuna():
@@ -73,7 +73,7 @@ class OptunaTPE(OptunaPeer):
 
 
 @dataclass(frozen=True)
-class OptunaGP(OptunaPeer):
+class OptunaGP(OptunaPeer, GPPeer):
     name = "optuna-gp"
     uses_torch = True
     settings = {"library": "optuna 5.0.0", "sampler": "GPSampler", "deterministic_objective": False,
