@@ -18,6 +18,15 @@ from filelock import FileLock
 REPO = Path(__file__).resolve().parents[1]
 
 
+def pytest_configure(config):
+    """pytest-xdist keeps an xdist_group (a shared pipeline's readers, the SLURM cluster's tests) on one worker
+    by renaming items through `item._nodeid`, which pytest 9.2 no longer reads: there the groups would be split
+    (two workers building one pipeline, a cluster stopped under another worker's test). Stop at once instead."""
+    if getattr(config.option, "dist", "no") == "loadgroup" and pytest.version_tuple[:2] >= (9, 2):
+        raise pytest.UsageError(f"pytest {pytest.__version__} breaks pytest-xdist's --dist loadgroup (the suite's "
+                                "groups would be split): install the pins of envs/requirements.txt (./in-env pytest).")
+
+
 @pytest.fixture
 def http_server(tmp_path):
     """Serve tmp_path/'www' on 127.0.0.1 (ephemeral port); yields (folder, base URL)."""

@@ -1,0 +1,88 @@
+"""Planted privacy bugs in each trainer, each of which the parallel test suite must catch.
+
+For every bug: a copy of the working tree (src/, tests/, config/, workflow/, examples/, Snakefile,
+pyproject.toml) with that one change, and pytest run there as the README runs it (pytest-xdist, every
+core) on the quick tier's mechanism and trainer tests. A bug passes the check when pytest fails.
+
+Run:  ./in-env python tests/break_checks.py [--only NAME ...] [--files tests/test_x.py ...]
+Last line: caught=<bugs whose tests failed>/<bugs planted>.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+COPIED = ["src", "tests", "config", "workflow", "examples", "Snakefile", "pyproject.toml"]
+FILES = ["tests/test_mechanisms.py", "tests/test_trainers.py", "tests/test_cnn.py", "tests/test_traces.py",
+         "tests/test_audit.py"]
+LINEAR, MLP, CNN, HYPER = ("src/dptradeoff/train/linear.py", "src/dptradeoff/train/mlp.py",
+                           "src/dptradeoff/train/cnn.py", "src/dptradeoff/train/hyper.py")
+MLP_NOISE = "g = torch.randn(g.shape, generator=noise_gen, device=dev).mul_(noise_std).add_(g).div_(hp.lot_size)"
+WEIGHTS_ONLY = ("g = (torch.randn(g.shape, generator=noise_gen, device=dev).mul_(noise_std) if g.dim() > 1 "
+                "else torch.zeros_like(g)).add_(g).div_(hp.lot_size)")
+# name: [(file, the text as it is, the text with the bug)]
+BUGS = {
+    "linear: noise halved": [(LINEAR, "e = 2.0 * clip * z * rng.standard_normal()", "e = clip * z * rng.standard_normal()")],
+    "linear: bias un-noised": [(LINEAR, "e = 2.0 * clip * z * rng.standard_normal()",
+                                "e = 2.0 * clip * z * rng.standard_normal() if f < d else 0.0")],
+    "linear: clipping removed": [(LINEAR, "c = np.copysign(min(abs(c), limit[i]), c)", "c = c")],
+    "linear: one step too many": [(LINEAR, "steps, m = hp.steps(n), hp.lot_size", "steps, m = hp.steps(n) + 1, hp.lot_size")],
+    "linear: lots not uniform": [(LINEAR, "j = k + _below(state, n - k)", "j = k + _below(state, n - k - 1)")],
+    "mlp: noise halved": [(MLP, "noise_std = 2.0 * hp.clip * hp.noise", "noise_std = hp.clip * hp.noise")],
+    "mlp: biases un-noised": [(MLP, MLP_NOISE, WEIGHTS_ONLY)],
+    "mlp: clipping removed": [(MLP, "scale = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)",
+                               "scale = torch.ones_like(norms)")],
+    "cnn: noise halved": [(CNN, "noise_std = 2.0 * hp.clip * hp.noise", "noise_std = hp.clip * hp.noise")],
+    "cnn: biases un-noised": [(CNN, MLP_NOISE, WEIGHTS_ONLY)],
+    "cnn: clipping removed": [(CNN, "scale = torch.clamp(clip / norm.clamp_min(1e-12), max=1.0)",
+                               "scale = torch.ones_like(norm)")],
+    # the MLP and the CNN draw their lots from DPSGDHyper.lots
+    "mlp+cnn: one step too many": [(HYPER, "for _ in range(self.steps(n)):", "for _ in range(self.steps(n) + 1):")],
+    "mlp+cnn: lots not uniform": [(HYPER, "rng.choice(n, self.lot_size, replace=False)",
+                                   "rng.choice(n - 1, self.lot_size, replace=False)")],
+}
+
+
+def planted(tree: Path, changes: list[tuple[str, str, str]]) -> None:
+    for file, before, after in changes:
+        path = tree / file
+        text = path.read_text()
+        if text.count(before) < 1:
+            raise SystemExit(f"{file} no longer holds {before!r}: update tests/break_checks.py")
+        path.write_text(text.replace(before, after))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", help="bug names (default: every one)")
+    parser.add_argument("--files", nargs="+", default=FILES, help="the test files run against each bug")
+    args = parser.parse_args()
+    caught = 0
+    names = args.only or list(BUGS)
+    for name in names:
+        with tempfile.TemporaryDirectory(prefix="break-check-") as folder:
+            tree = Path(folder)
+            for item in COPIED:
+                source = REPO / item
+                (shutil.copytree if source.is_dir() else shutil.copy)(
+                    source, tree / item, **({"ignore": shutil.ignore_patterns("__pycache__")} if source.is_dir() else {}))
+            planted(tree, BUGS[name])
+            done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", "not slow",
+                                   "-o", "addopts=-n auto --dist loadgroup", *args.files],
+                                  cwd=tree, capture_output=True, text=True)
+            failed = sorted(set(re.findall(r"^FAILED (\S+?)(?:\[| - |$)", done.stdout, re.MULTILINE)))
+            summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
+            caught += done.returncode != 0
+            print(f"{name}: {'CAUGHT' if done.returncode else 'MISSED'} ({summary}); failing: {', '.join(failed) or '-'}",
+                  flush=True)
+    print(f"caught={caught}/{len(names)}")
+
+
+if __name__ == "__main__":
+    main()
