@@ -38,6 +38,8 @@ def real_config(http_server, tmp_path):
 
 
 def test_all_datasets_from_local_http_server(real_config, run_snakemake, tmp_path):
+    """Runs Snakemake itself: its config downloads every dataset from a local server, data no shared pipeline
+    builds."""
     work = tmp_path / "work"
     targets = [f"results/data/{d}/{s}.parquet" for d in ("adult", "mnist", "gisette", "twitter", "kddcup99")
                for s in ("train", "test")] + ["results/data/reddit/histogram.parquet"]

@@ -145,6 +145,7 @@ def test_a_data_file_with_a_non_finite_feature_stops_its_reader_naming_it(tmp_pa
     ],
 )
 def test_bad_config_stops_the_run_naming_the_key(run_snakemake, tmp_path, override, key):
+    """Runs Snakemake itself: a bad config must stop a dry run."""
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(override))
     done = run_snakemake(tmp_path / "work", "all", "-n", "--configfile", str(bad))

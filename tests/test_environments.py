@@ -245,7 +245,8 @@ def test_an_oracle_file_imports_modules_beside_it():
 @pytest.mark.slow
 def test_a_problem_in_its_own_environment_runs_through_the_workflow_and_is_released(offline_pip, tmp_path, run_snakemake):
     """The README's steps with a library that needs numpy >= 2: random sampling and a DPareto chain of
-    its tuning split through Snakemake (Parquet rows, a rerun that finds nothing to do), then the release."""
+    its tuning split through Snakemake (Parquet rows, a rerun that finds nothing to do), then the release.
+    Runs Snakemake itself: its problem runs in an environment of its own, and a second run must find nothing to do."""
     import json
 
     import yaml

@@ -146,7 +146,8 @@ def test_figs_3_and_4_show_the_error_the_gp_models_and_the_star_of_that_fit(draw
 def test_figure_rules_read_the_files_the_paper_s_figures_show(run_snakemake, tmp_path):
     """Dry run of the Adult study: Fig. 7 reads the three adult chains only (no random sampling), Fig. 5
     reads DPareto, random and uniform sampling and Table 2's sample, Fig. 6 the grids it draws; `all`
-    builds the DPareto study alone (studies: [dpareto])."""
+    builds the DPareto study alone (studies: [dpareto]).
+    Runs Snakemake itself: a dry run of config/paper-adult.yaml, which no shared pipeline plans."""
     done = run_snakemake(tmp_path / "work", "all", "-n", "--configfile=config/paper-adult.yaml")
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-3000:]

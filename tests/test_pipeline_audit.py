@@ -29,6 +29,7 @@ def _cli(work: Path, config: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_a_false_epsilon_is_exposed_in_the_audit_the_front_table_and_the_commands(run_snakemake, tmp_path):
+    """Runs Snakemake itself: its oracle breaks its claimed epsilon on purpose, which no shared pipeline may hold."""
     config = tmp_path / "mine.yaml"
     config.write_text(yaml.safe_dump(CONFIG))
     work = tmp_path / "work"

@@ -20,6 +20,8 @@ DATA_TARGETS = [f"results/data/{name}" for name in EXPECTED] + ["results/data/re
 
 
 def test_default_config_builds_every_data_file_offline(run_snakemake, tmp_path):
+    """Runs Snakemake itself: the default config's data built twice in fresh folders (the same bytes) and a rerun
+    with nothing to do."""
     work = tmp_path / "work"
     done = run_snakemake(work, *DATA_TARGETS, "--cores", "2")
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
@@ -42,6 +44,7 @@ def test_default_config_builds_every_data_file_offline(run_snakemake, tmp_path):
 
 
 def test_lint_is_clean(run_snakemake, tmp_path):
+    """Runs Snakemake itself: `snakemake --lint`."""
     done = run_snakemake(tmp_path / "work", "--lint")
     out = done.stdout + done.stderr
     assert "Lints for" not in out, out[-3000:]

@@ -50,6 +50,7 @@ def _chain_outputs(work):
 
 @pytest.mark.parametrize("chain", CHAINS)
 def test_kill_and_resume_continues_and_matches_an_uninterrupted_run(tmp_path, chain):
+    """Runs Snakemake itself: it kills Snakemake mid-chain and resumes it."""
     config = _config(tmp_path)
     target = TARGET.replace("/dpareto/0/", f"/{chain}/0/")
     work = tmp_path / "killed"
@@ -92,7 +93,8 @@ def test_kill_and_resume_continues_and_matches_an_uninterrupted_run(tmp_path, ch
 
 def test_a_damaged_intermediate_file_stops_its_readers_with_one_sentence(tmp_path):
     """A file cut short (here by hand; a full disk or a copy can do it) stops each rule that reads it
-    with one sentence naming the file and the fix, not a pyarrow traceback."""
+    with one sentence naming the file and the fix, not a pyarrow traceback.
+    Runs Snakemake itself: it damages an intermediate file and reruns the rules that read it."""
     config = _config(tmp_path)
     work = tmp_path / "work"
     assert snakemake(work, TARGET, "--cores", "1", f"--configfile={config}").returncode == 0
@@ -129,7 +131,8 @@ def test_paper_config_dag_builds(paper_dry_run):
 def test_table2_parts_have_the_configured_size(run_snakemake, tmp_path, part_size, per_part, traces):
     """statistics.part_size: k points per part (the paper's text) or k0 + k (the original code's):
     the comparison sample Snakemake plans is parts x that many points (dry run, one point per job);
-    with dpareto.traces, half as many again (its parts are cut at the chain's training cost)."""
+    with dpareto.traces, half as many again (its parts are cut at the chain's training cost).
+    Runs Snakemake itself: dry runs of four part-size settings."""
     cfg = {"dpareto": {"problems": ["adult-logreg-sgd"], "initial_points": 4, "iterations": 3, "traces": traces},
            "statistics": {"comparison_parts": 2, "part_size": part_size},
            "random_sampling": {"points": 4, "points_per_job": 1}}

@@ -31,6 +31,7 @@ def test_table1_and_fig1(tiny_all):
 
 
 def test_doubling_budgets_outside_the_grid_are_refused(run_snakemake, tmp_path):
+    """Runs Snakemake itself: a config error must stop Snakemake before anything runs."""
     bad = copy.deepcopy(TINY["expost"])
     bad["table3"]["doubling"]["budgets"] = [0.4, 0.5]
     path = tmp_path / "bad.yaml"

@@ -12,6 +12,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_random_sample_fanned_out_and_gathered(run_snakemake, tmp_path):
+    """Runs Snakemake itself: untraced and under the classic conversion, where the tiny all is traced and uses
+    dp_accounting's."""
     cfg = {
         # untraced: one row per point (tests/test_pipeline_traces.py runs the traced random run)
         "dpareto": {"problems": ["adult-logreg-sgd", "mnist-mlp2-sgd", "svt"], "initial_points": 4, "traces": False},

@@ -59,6 +59,7 @@ def test_proposetest_and_taylor_outputs(tiny_all):
 
 @pytest.mark.parametrize("key, value", [("fig1_measuring", [0.2]), ("fig2", {**TINY["taylor"]["fig2"], "reading": "nope"})])
 def test_taylor_config_errors_are_refused_before_anything_runs(run_snakemake, tmp_path, key, value):
+    """Runs Snakemake itself: a config error must stop Snakemake before anything runs."""
     bad = copy.deepcopy(TINY["taylor"])
     bad[key] = value
     path = tmp_path / "bad.yaml"

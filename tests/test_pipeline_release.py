@@ -41,6 +41,8 @@ def _release_cli(work: Path, config: Path, *args: str) -> subprocess.CompletedPr
 
 
 def test_the_opacus_example_is_released_from_its_tuning_front(run_snakemake, tmp_path):
+    """Runs Snakemake itself: the Opacus example's own tuning study and release, and `dptradeoff release` writing
+    beside them."""
     config = tmp_path / "opacus-release.yaml"
     config.write_text(yaml.safe_dump(CONFIG))
     work = tmp_path / "work"

@@ -59,6 +59,7 @@ def slurm():
 
 
 def test_the_tiny_config_runs_end_to_end_on_slurm(slurm, tmp_path):
+    """Runs Snakemake itself: through the local SLURM, with a job preempted on the way."""
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(SLURM_TINY))
     work = tmp_path / "work"
@@ -99,6 +100,7 @@ def test_the_tiny_config_runs_end_to_end_on_slurm(slurm, tmp_path):
 
 
 def test_a_job_failing_on_the_cluster_shows_its_rule_and_log(slurm, tmp_path):
+    """Runs Snakemake itself: a job failing on the local SLURM."""
     module = REPO / "tests/user_problems/gaussian_mean.py"
     config = tmp_path / "broken.yaml"
     config.write_text(yaml.safe_dump({
@@ -119,7 +121,8 @@ def test_a_job_failing_on_the_cluster_shows_its_rule_and_log(slurm, tmp_path):
 
 def test_a_problem_in_its_own_environment_is_evaluated_on_slurm(slurm, tmp_path, monkeypatch):
     """An oracle that needs numpy >= 2, in its own environment (built when the config is loaded, on this
-    host), evaluated by SLURM jobs that start its worker on the node, as any problem's evaluations are."""
+    host), evaluated by SLURM jobs that start its worker on the node, as any problem's evaluations are.
+    Runs Snakemake itself: through the local SLURM, with an environment of its own."""
     from test_environments import DOMAIN, NEEDS_NUMPY2, ORACLE, _wheel
 
     from dptradeoff.problems.tables import read_frame

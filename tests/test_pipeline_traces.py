@@ -36,6 +36,8 @@ CONFIG = {
 
 
 def test_a_traced_study_runs_end_to_end_at_equal_training_cost(run_snakemake, tmp_path):
+    """Runs Snakemake itself: epochs ranges of several epochs and a user's traced oracle, where the tiny all
+    trains one epoch."""
     config = tmp_path / "traced.yaml"
     config.write_text(yaml.safe_dump(CONFIG))
     work = tmp_path / "work"

@@ -37,6 +37,7 @@ def _front_cli(work: Path, config: Path, *args: str) -> subprocess.CompletedProc
 
 @pytest.mark.slow
 def test_a_problem_of_your_own_runs_through_random_dpareto_and_the_front_query(run_snakemake, tmp_path):
+    """Runs Snakemake itself: problems of your own, one of them failing on purpose."""
     config = tmp_path / "mine.yaml"
     config.write_text(yaml.safe_dump(CONFIG))
     work = tmp_path / "work"
@@ -74,6 +75,7 @@ def test_a_problem_of_your_own_runs_through_random_dpareto_and_the_front_query(r
 
 
 def test_a_bad_problem_entry_stops_the_workflow_with_one_sentence(run_snakemake, tmp_path):
+    """Runs Snakemake itself: a bad problem entry must stop a dry run."""
     bad = {**CONFIG, "problems": {"mine": {"oracle": f"{MODULE}:NoEpsilon", "domain": DOMAIN}},
            "dpareto": {"problems": ["mine"]}}
     config = tmp_path / "bad.yaml"
@@ -92,7 +94,8 @@ def test_a_bad_problem_entry_stops_the_workflow_with_one_sentence(run_snakemake,
 @pytest.mark.slow
 def test_the_opacus_example_config_runs_at_a_smaller_scale(run_snakemake, tmp_path):
     """config/examples/opacus-cnn.yaml as shipped (its oracle file found in the project), with smaller
-    budgets merged over it: random sampling, the chain, the query trained, the front figure."""
+    budgets merged over it: random sampling, the chain, the query trained, the front figure.
+    Runs Snakemake itself: config/examples/opacus-cnn.yaml as shipped."""
     smaller = {
         "dpareto": {"initial_points": 3, "iterations": 2, "candidates": 200, "gp_restarts": 1},
         "problems": {"opacus-cnn": {"options": {"train_rows": 64, "test_rows": 64}, "queries": {"epsilon": [3.0]},
@@ -127,7 +130,8 @@ def _planned_chains(out: str) -> dict[str, set[str]]:
 
 def test_a_problem_of_your_own_runs_dpareto_alone_unless_it_names_more_methods(run_snakemake, tmp_path):
     """The README's example gets DPareto beside random sampling, not dpareto.methods' four optimisers
-    (which a built-in problem still runs); problems.<name>.methods adds the peers it names. Dry runs."""
+    (which a built-in problem still runs); problems.<name>.methods adds the peers it names. Dry runs.
+    Runs Snakemake itself: dry runs of two method settings."""
     config = tmp_path / "mine.yaml"
     study = {**CONFIG, "dpareto": {**CONFIG["dpareto"], "problems": ["gaussian-mean", "svt"],
                                    "methods": ["dpareto", "optuna-tpe", "botorch"]}}

@@ -1,4 +1,4 @@
-"""What every Snakemake script needs: logging to the rule's log file and one-sentence user errors."""
+"""What every Snakemake script and `run:` rule needs: logging to the rule's log file and one-sentence user errors."""
 from __future__ import annotations
 
 import contextlib
@@ -62,3 +62,13 @@ def job_seconds() -> float:
     import psutil
 
     return time.time() - psutil.Process().create_time()
+
+
+@contextlib.contextmanager
+def sentence_only():
+    """A UserError raised afresh, so Snakemake shows its sentence (also in the job's log) instead of
+    the library's traceback (for `run:` rules)."""
+    try:
+        yield
+    except UserError as exc:
+        raise UserError(str(exc)) from None

@@ -4,6 +4,7 @@
 # and its q points are evaluated one job each, so a batch runs in parallel. The chain `dpareto` uses
 # dpareto.batch_size; `dpareto-q<q>` is the same chain with q points per round (batch comparison). The
 # peers (optuna-tpe, optuna-gp, botorch: a problem's methods, common.smk) run the same chain under their own names.
+from dptradeoff import bookkeeping
 from dptradeoff.bo import chain_round
 
 
@@ -19,10 +20,9 @@ rule bo_initial:
     localrule: True
     log:
         "logs/dpareto/{problem}/{chain}/{run}/initial.log",
-    conda:
-        CONDA_ENV
-    script:
-        "../scripts/bo_initial.py"
+    run:
+        bookkeeping.initial_rows(inputs=list(input), initial_points=params.initial_points, output=output[0],
+                                 log_path=log[0])
 
 
 # A `run:` rule (one library call) so that, with profiles/default's force-use-threads, Snakemake
@@ -94,7 +94,5 @@ rule bo_gather:
     localrule: True
     log:
         "logs/dpareto/{problem}/{chain}/{run}/gather.log",
-    conda:
-        CONDA_ENV
-    script:
-        "../scripts/concat_tables.py"
+    run:
+        bookkeeping.gather(inputs=list(input), output=output[0], log_path=log[0])

@@ -1,5 +1,7 @@
 # Oracle evaluations fanned out as Parquet. A method's points (random sample, grid) are written
 # once, then evaluated `points_per_job` points per job (docs/outputs.md#cost: interpreter start-up vs work).
+# The points and the gathers are `run:` rules: threads of the Snakemake process (dptradeoff.bookkeeping).
+from dptradeoff import bookkeeping
 
 
 rule random_points:
@@ -17,10 +19,10 @@ rule random_points:
     localrule: True
     log:
         "logs/dpareto/{problem}/{method}/{run}/points.log",
-    conda:
-        CONDA_ENV
-    script:
-        "../scripts/random_points.py"
+    run:
+        bookkeeping.random_points(problem=wildcards.problem, definition=params.problem, method=wildcards.method,
+                                  run=wildcards.run, points=params.points, seed=params.seed, output=output[0],
+                                  log_path=log[0])
 
 
 rule uniform_points:
@@ -33,10 +35,9 @@ rule uniform_points:
     localrule: True
     log:
         "logs/dpareto/{problem}/uniform/{run}/points.log",
-    conda:
-        CONDA_ENV
-    script:
-        "../scripts/uniform_points.py"
+    run:
+        bookkeeping.uniform_points(problem=wildcards.problem, definition=params.problem, run=wildcards.run,
+                                   points=params.points, seed=params.seed, output=output[0], log_path=log[0])
 
 
 rule grid_points:
@@ -48,10 +49,9 @@ rule grid_points:
     localrule: True
     log:
         "logs/dpareto/{problem}/grid{k}/{run}/points.log",
-    conda:
-        CONDA_ENV
-    script:
-        "../scripts/grid_points.py"
+    run:
+        bookkeeping.grid_points(problem=wildcards.problem, definition=params.problem, k=wildcards.k,
+                                spacing=params.spacing, output=output[0], log_path=log[0])
 
 
 rule evaluate_batch:
@@ -108,7 +108,5 @@ rule gather_evaluations:
     localrule: True
     log:
         "logs/dpareto/{problem}/{method}/{run}/gather.log",
-    conda:
-        CONDA_ENV
-    script:
-        "../scripts/concat_tables.py"
+    run:
+        bookkeeping.gather(inputs=list(input), output=output[0], log_path=log[0])

@@ -35,7 +35,7 @@ from ..io import read_provenance
 from ..problems import resolve, succeeded
 from ..problems.evaluate import evaluate, load_data, source_label
 from ..problems.tables import read_frame, write_frame
-from ..workflow_support import thread_log
+from ..workflow_support import sentence_only, thread_log
 from . import gp
 
 _frames: dict[tuple, pd.DataFrame] = {}
@@ -163,19 +163,9 @@ def evaluate_point(*, method: str, problem: str, definition: dict | None, conver
             raise
 
 
-@contextlib.contextmanager
-def _sentence_only():
-    """A UserError raised afresh, so Snakemake shows its sentence (also in the job's log) instead of
-    the library's traceback."""
-    try:
-        yield
-    except UserError as exc:
-        raise UserError(str(exc)) from None
-
-
 def propose_in_rule(wildcards, input, output, params, log) -> None:
     """The body of the `bo_propose` run: rule: Snakemake's objects in, `propose_round`'s arguments out."""
-    with _sentence_only():
+    with sentence_only():
         propose_round(method=params.method, problem=wildcards.problem, definition=params.problem, initial=input.initial,
                       evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
                       output=output[0], log=log[0], batch_size=params.batch_size, seed=params.seed,
@@ -184,7 +174,7 @@ def propose_in_rule(wildcards, input, output, params, log) -> None:
 
 def evaluate_in_rule(wildcards, input, output, params, log) -> None:
     """The body of the `bo_evaluate` run: rule."""
-    with _sentence_only():
+    with sentence_only():
         evaluate_point(method=params.method, problem=wildcards.problem, definition=params.problem,
                        conversion=params.conversion, proposal=input.proposal, output=output[0], log=log[0],
                        chain=wildcards.chain, index=int(wildcards.i), batch_size=params.batch_size,
