@@ -18,6 +18,9 @@ rule audit:
         seed=config["seed"],
         config_label=config_label(),
     threads: 1
+    # One long job (~90 s on the default config): started as soon as its front is evaluated, it overlaps
+    # the rest of `all` rather than running alone at its end.
+    priority: CHAIN_PRIORITY + 1
     resources:
         runtime=per_attempt(60),
         mem_mb=audit_mem_mb,
