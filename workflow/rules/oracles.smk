@@ -70,9 +70,9 @@ rule evaluate_batch:
         seed=config["seed"],
         traces=None,
     threads: 1
-    # With the chains: the audit reads a problem's grids and uniform sample, and behind everything else
-    # they left the audit to run alone at the end of `all` (docs/outputs.md#cost).
-    priority: CHAIN_PRIORITY
+    # After the chains' jobs, before the other studies': the audit reads a problem's grids and uniform
+    # sample, and behind everything else they left the audit to run alone at the end of `all`.
+    priority: CHAIN_PRIORITY - 1
     resources:
         runtime=evaluation_runtime(batch_points),
         mem_mb=evaluation_mem_mb,
