@@ -82,3 +82,22 @@ def test_a_botorch_round_never_lists_the_loaded_libraries(svt_evaluations, monke
     problem, evals = svt_evaluations
     PEERS["botorch"].round(problem, evals, 1, seed=4, run=0, round_index=0, initial=12, previous=None)
     assert scans == []
+
+
+def test_the_gp_peers_learn_from_dpareto_s_row_subsample_and_tpe_from_every_row():
+    """dpareto.peer_gp_points: Optuna GP and BoTorch learn from at most that many rows, chosen by DPareto's
+    own rule (every training's own point first: bo.propose.gp_rows); Optuna TPE learns from every row."""
+    from dptradeoff.bo.propose import gp_rows
+
+    rng = np.random.default_rng(0)
+    trainings = [pd.DataFrame({"index": i, "epochs": range(1, 11), "epsilon": rng.uniform(0.1, 5, 10),
+                               "error": rng.uniform(0.1, 0.5, 10), "trace_final": [False] * 9 + [True]})
+                 for i in range(12)]
+    evals = pd.concat(trainings, ignore_index=True)
+    for name in ("optuna-gp", "botorch"):
+        peer = PEERS[name].configured(40)
+        rows = peer.learning_rows(evals)
+        assert len(rows) == 40 and rows["trace_final"].sum() == 12
+        pd.testing.assert_frame_equal(rows, gp_rows(evals, 40))
+        assert len(PEERS[name].learning_rows(evals)) == len(evals)          # unconfigured: every row
+    assert len(PEERS["optuna-tpe"].configured(40).learning_rows(evals)) == len(evals)
