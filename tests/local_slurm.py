@@ -1,6 +1,5 @@
 """The single-node SLURM that profiles/slurm/local-slurm starts (as root), and Snakemake run through
-`--profile profiles/slurm` against it: what tests/test_pipeline_slurm.py and the shared tiny `all`
-(conftest's `tiny_all`, run on the cluster where there is one) use."""
+`--profile profiles/slurm` against it, for tests/test_pipeline_slurm.py."""
 from __future__ import annotations
 
 import os
