@@ -241,6 +241,14 @@ def best_known_region(name, problem, oracle_of, files, metric_settings, floor, c
     return region.value(pool["epsilon"], pool["error"])
 
 
+def problem_setup(name: str, config: dict):
+    """A built-in problem as the config narrows it, its prepared data, error floor and R."""
+    problem_config = config["problems"].get(name, {})
+    problem = get_problem(name, problem_config.get("ranges"))
+    data = load_data(problem)
+    return problem, data, problem.error_floor(data), problem_config.get("repeats", problem.default_repeats)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", required=True)
@@ -269,12 +277,8 @@ def main() -> None:
     methods = [DEFAULT] + [m for m in args.methods if m != DEFAULT]   # the default first: it sets the budget
     rows = []
     for name in args.problems:
-        problem_config = config["problems"].get(name, {})
-        problem = get_problem(name, problem_config.get("ranges"))
-        data = load_data(problem)
-        floor = problem.error_floor(data)
+        problem, data, floor, repeats = problem_setup(name, config)
         context = Context(data.n_train if data is not None else None, floor)
-        repeats = problem_config.get("repeats", problem.default_repeats)
         oracle_of = lambda seed: Oracle(problem, data, repeats, seed, traces)  # noqa: E731
         files = {}
         for seed in range(args.first_seed, args.first_seed + args.seeds):

@@ -264,7 +264,7 @@ def test_a_floor_margin_makes_a_point_just_below_the_floor_worth_nothing(monkeyp
     from dptradeoff.bo import propose as propose_module
     caps = []
     real = propose_module.region_acquisition
-    monkeypatch.setattr(propose_module, "region_acquisition", lambda s, x, y, cap: caps.append(cap) or real(s, x, y, cap))
+    monkeypatch.setattr(propose_module, "region_acquisition", lambda s, x, y, cap, region=None: caps.append(cap) or real(s, x, y, cap, region))
     problem = PROBLEMS["adult-logreg-sgd"].restricted({"epochs": [1, 16]})
     points = sample(problem, 12, np.random.default_rng(5))
     points["epsilon"] = [dpsgd.epsilon(N_ADULT, int(r.lot_size), int(r.epochs), float(r.noise), 1e-5) for r in points.itertuples()]

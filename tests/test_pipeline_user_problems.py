@@ -51,11 +51,18 @@ def test_a_problem_of_your_own_runs_through_random_dpareto_and_the_front_query(r
     assert len(failed) and (failed["clip"] > 0.6).all() and failed["utility"].isna().all()
     assert failed["failure"].str.startswith("utility oracle: FloatingPointError: training diverged").all()
 
+    # the declared queries steer every 4th round (dpareto.query_every), in turn; the region is the problem's own
+    proposals = [read_frame(str(work / f"results/dpareto/gaussian-mean/dpareto/0/proposals/{r}.parquet")).iloc[0]
+                 for r in range(6)]
+    assert [p["steers"] for p in proposals] == ["front"] * 3 + ["epsilon query 1"] + ["front"] * 2
+    assert all(0 < p["region_low"] < p["region_high"] for p in proposals)
+    assert (proposals[0]["region_low"], proposals[0]["region_high"]) != (0.01, 10.0)   # derived, not statistics.region
     answer = read_frame(str(work / "results/dpareto/gaussian-mean/query/eps1.parquet")).iloc[0]
     assert answer["question"] == "epsilon <= 1" and answer["epsilon"] <= 1.0
+    assert answer["trained"] and len(answer["trainings"]) == 2                       # a trained point, its 2 trainings
     assert 0 <= answer["predicted_utility"] <= 1 and answer["predicted_sd"] >= 0      # the GP's prediction
     assert len(answer["utility_runs"]) == 2 and 0 <= answer["utility"] <= 1             # the realised training
-    assert answer["nearest_epsilon"] > 0 and answer["exact_epsilons"] >= 1
+    assert answer["nearest_epsilon"] > 0 and answer["exact_epsilons"] == 0   # a trained point: its evaluation's epsilon
     assert read_frame(str(work / "results/dpareto/gaussian-mean/query/utility0.5.parquet"))["question"].iloc[0] == "utility >= 0.5"
     for problem in ("gaussian-mean", "flaky"):
         assert (work / f"figures/front-{problem}.pdf").read_bytes().startswith(b"%PDF")
@@ -70,6 +77,8 @@ def test_a_problem_of_your_own_runs_through_random_dpareto_and_the_front_query(r
     asked = _front_cli(work, config, "--problem", "gaussian-mean", "--epsilon", "0.5")
     assert asked.returncode == 0, asked.stderr
     assert "suggested: clip=" in asked.stdout and "(exact)" in asked.stdout and "not a measurement" in asked.stdout
+    declared = _front_cli(work, config, "--problem", "gaussian-mean", "--epsilon", "1")
+    assert declared.returncode == 0 and "a trained point; its 2 trainings in the chain (measured)" in declared.stdout
     missing = _front_cli(work, config, "--problem", "flaky", "--run", "3")
     assert missing.returncode == 2 and "results/dpareto/flaky/dpareto/3/evaluations.parquet does not exist" in missing.stderr
 

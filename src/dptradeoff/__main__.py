@@ -93,7 +93,10 @@ def main(argv=None) -> int:
     p.add_argument("--run", type=int, default=0, help="the DPareto chain run (default 0)")
     target = p.add_mutually_exclusive_group()
     target.add_argument("--epsilon", type=float, help="the hyperparameters maximising predicted utility with epsilon <= this")
-    target.add_argument("--utility", type=float, help="the hyperparameters with the smallest epsilon predicted to reach this utility")
+    target.add_argument("--utility", type=float, help="the hyperparameters with the smallest epsilon whose one new training "
+                        "reaches this utility by the 90 %% predictive interval (its lower end)")
+    p.add_argument("--trained", action="store_true", help="answer with a trained point only (the default for a query "
+                   "the config declares, which steered the chain)")
     p.add_argument("--configfile", action="append", default=[],
                    help="the config(s) the study ran with, merged over config/config.yaml as Snakemake does (repeatable)")
     p.add_argument("--seed", type=int, default=None,

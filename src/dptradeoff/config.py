@@ -71,12 +71,17 @@ def _check_problems(config: dict) -> None:
     """Every problem a study names is built in or defined under `problems:`, and every definition
     resolves (its oracle imports, its domain is valid)."""
     from .problems import PROBLEMS, definition, resolve
+    from .stats.region import region_rule
 
     for name, settings in config.get("problems", {}).items():
         if name not in PROBLEMS and "oracle" not in settings and "rows" not in settings:
             raise UserError(f"problems.{name} is not a built-in problem ({', '.join(PROBLEMS)}); to define a problem "
                             f"of your own give it an `oracle:` (config/README.md).")
         resolve(name, definition(config, name))
+        try:
+            region_rule(settings, tuple(config.get("statistics", {}).get("region", (0.01, 10))), "oracle" in settings)
+        except UserError as exc:
+            raise UserError(f"problems.{name}.{exc}") from None
     for name in config.get("dpareto", {}).get("problems", []):
         if name not in PROBLEMS and "oracle" not in config.get("problems", {}).get(name, {}):
             raise UserError(f"dpareto.problems names {name!r}, which is neither built in ({', '.join(PROBLEMS)}) nor "

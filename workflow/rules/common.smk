@@ -46,6 +46,13 @@ def problem_settings(problem):
     return config["problems"].get(problem, {})
 
 
+def chain_steering(problem, chain):
+    """What steers a DPareto chain's rounds (`bo.chain_round.chain_context`): the problem's region rule, and
+    its declared queries (the `dpareto` chain only: a batch chain or a peer steers by the front alone)."""
+    queries = problem_settings(problem).get("queries", {}) if chain == paths.DPARETO else {}
+    return {"region": REGION_RULES[problem], "queries": queries}
+
+
 def problem_repeats(problem):
     return problem_settings(problem).get("repeats", KNOWN_PROBLEMS[problem].default_repeats)
 

@@ -41,6 +41,7 @@ rule bo_propose:
     params:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         utility_floor=lambda wildcards: problem_settings(wildcards.problem).get("utility_floor"),
+        steering=lambda wildcards: chain_steering(wildcards.problem, wildcards.chain),
         batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
         method=lambda wildcards: chain_method(wildcards.chain),
         seed=config["seed"],

@@ -15,6 +15,7 @@ from dptradeoff.peers import PEERS
 from dptradeoff.problems import PROBLEMS, definition, resolve
 from dptradeoff.release.settings import ReleaseSettings
 from dptradeoff.stats.front_metrics import MetricSettings
+from dptradeoff.stats.region import region_rule
 
 try:
     check_config(config, os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
@@ -31,7 +32,6 @@ CHAIN_PRIORITY = 10
 RDP_CONVERSION = config["privacy"]["conversion"]
 # Grid axes: log-spaced where a parameter is searched on a log scale, or linspace (the original).
 GRID_SPACING = config["dpareto"]["grid_spacing"]
-METRIC_SETTINGS = MetricSettings.from_config(config["statistics"])
 # The release's settings (docs/release.md), or None for a config without `release:`.
 RELEASE_SETTINGS = ReleaseSettings.from_config(config) if "release" in config else None
 # Whether the release writes diagnostics.json (K, its run time, a non-private reference): an experiment's
@@ -42,6 +42,13 @@ RELEASE_DIAGNOSTICS = RELEASE_SETTINGS is None or RELEASE_SETTINGS.keeps_diagnos
 # (config.check has resolved each definition once already, so these cannot fail).
 KNOWN_PROBLEMS = {**PROBLEMS, **{name: resolve(name, definition(config, name), RDP_CONVERSION)
                                  for name, settings in config["problems"].items() if "oracle" in settings or "rows" in settings}}
+# Each problem's region of interest (dptradeoff.stats.region): problems.<name>.region, declared or `auto`;
+# unset, a built-in problem's is statistics.region and a problem of your own's is derived (auto).
+REGION_RULES = {name: region_rule(config["problems"].get(name, {}), tuple(config["statistics"]["region"]),
+                                  "oracle" in config["problems"].get(name, {})) for name in KNOWN_PROBLEMS}
+METRIC_SETTINGS = MetricSettings.from_config(
+    config["statistics"], REGION_RULES,
+    {name: config["problems"].get(name, {}).get("queries", {}).get("epsilon", []) for name in KNOWN_PROBLEMS})
 
 
 wildcard_constraints:

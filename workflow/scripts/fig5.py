@@ -1,3 +1,5 @@
+import pandas as pd
+
 from dptradeoff.plots.dpareto import fig5
 from dptradeoff.problems import resolve
 from dptradeoff.problems.evaluate import error_floor
@@ -9,6 +11,8 @@ with rule_context(snakemake):
     # method -> problem -> evaluations, for the problems that run the method only (dptradeoff.study)
     methods = {method: {problem: read_frame(f) for problem, f in files.items()} for method, files in p.evaluations.items()}
     comparison = read_frame(i.comparison[0]) if i.comparison else None
-    metrics = {problem: p.metrics.metrics(error_floor(resolve(problem, p.definitions[problem]), p.utility_floors[problem]))
+    # a derived region: every method's evaluations of the problem pooled (one region for all of them)
+    metrics = {problem: p.metrics.metrics(error_floor(resolve(problem, p.definitions[problem]), p.utility_floors[problem]),
+                                          problem, pd.concat([f[problem] for f in methods.values() if problem in f]))
                for problem in p.problems}
     fig5(methods, comparison, p.initial_points, metrics, snakemake.output[0], p.config_label)

@@ -9,7 +9,7 @@ from dptradeoff.workflow_support import rule_context
 
 with rule_context(snakemake):
     p, i = snakemake.params, snakemake.input
-    tables = []
+    tables, regions = [], []
     for problem in p.problems:
         chosen = resolve(problem, p.definitions[problem], p.conversion)
         data = load_data(chosen)
@@ -19,16 +19,17 @@ with rule_context(snakemake):
         proposals = {m: pd.concat([read_frame(f) for f in fs], ignore_index=True) for m, fs in files["proposals"].items()}
         sampling = {m: read_frame(f) for m, f in files["sampling"].items()}
         others = [read_frame(f) for f in files["others"]]
+        pooled = pd.concat([*chains.values(), *sampling.values(), *others], ignore_index=True)   # one region for all
         tables.append(front_quality_table(problem, chains, proposals, sampling, others, p.initial_points,
-                                          p.metrics.metrics(floor), p.metrics.region(floor),
+                                          p.metrics.metrics(floor, problem, pooled), p.metrics.region(floor, problem, pooled),
                                           minimum_epsilon(chosen, training_rows(data))))
+        regions.append(f"{problem}: {p.metrics.region_label(problem, pooled, floor)}")
     frame = pd.concat(tables, ignore_index=True)
     note = (f"Front quality of every method on the same budget (the chains: {p.initial_points} shared initial points + "
             f"their proposals; random and uniform sampling: their first points, as many): every metric of "
             f"statistics.metrics (raw: hypervolume in (epsilon, error), anti-ideal (10, 1); log-epsilon: the original "
-            f"code's pf_utils, ln epsilon from the leftmost point; region: share of epsilon in "
-            f"[{p.metrics.epsilon_range[0]:g}, {p.metrics.epsilon_range[1]:g}] (log) x error below the floor dominated, "
-            f"0 to 1; best-error@L: lowest error at epsilon <= L, the floor when none beats it); "
+            f"code's pf_utils, ln epsilon from the leftmost point; region: share of the problem's region of interest "
+            f"({'; '.join(regions)}; epsilon on a log scale) dominated, 0 to 1; best-error@L: lowest error at epsilon <= L, the floor when none beats it); "
             f"region_gap_to_reference: region of the front of everything evaluated for the problem minus the method's; "
             f"at_min_epsilon_corner / at_utility_floor: shares of the points after the initial ones with epsilon within "
             f"1 % of the domain's smallest (its corners) / error within 0.01 of the floor (error_floor: the majority "

@@ -1,3 +1,5 @@
+import pandas as pd
+
 from dptradeoff.problems import resolve
 from dptradeoff.problems.evaluate import error_floor
 from dptradeoff.problems.tables import read_frame
@@ -11,7 +13,7 @@ with rule_context(snakemake):
     for problem, bo_path, random_path in zip(p.problems, snakemake.input.dpareto, snakemake.input.comparison):
         runs[problem] = (read_frame(bo_path), read_frame(random_path))
         floors[problem] = error_floor(resolve(problem, p.definitions[problem]), p.utility_floors[problem])
-        metrics[problem] = p.metrics.metrics(floors[problem])
+        metrics[problem] = p.metrics.metrics(floors[problem], problem, pd.concat(runs[problem], ignore_index=True))
     frame = table2(runs, p.part_size, p.parts, metrics, floors)
     sources = sorted(set(s for bo, rnd in runs.values() for s in bo["source_label"]))
     labels = "; ".join(dict.fromkeys(f"{m}: {label}" for m, label in zip(frame["metric"], frame["metric_label"])))

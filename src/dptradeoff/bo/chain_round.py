@@ -84,11 +84,12 @@ def read_once(path: str) -> pd.DataFrame:
 
 def propose_round(*, method, problem: str, definition: dict | None, initial: str, evaluations: list[str],
                   previous: str | None, output: str, log: str, batch_size: int, seed: int, run: int,
-                  round_index: int, utility_floor: float | None = None) -> None:
+                  round_index: int, utility_floor: float | None = None, steering: dict | None = None) -> None:
     """Write round `round_index`'s proposal (q = batch_size points) of chain method `method`
     (`bo.propose.DPareto` or a `peers.Peer`) to `output`. A method that `needs_context` (DPareto with
     exact privacy or a region acquisition) gets the training rows and the error floor
-    (`utility_floor` where the config states it) of the problem's prepared data."""
+    (`utility_floor` where the config states it) of the problem's prepared data, and what steers it
+    (`steering`: `chain_context`)."""
     start = time.perf_counter()
     limit_blas_threads()   # for the whole (Snakemake) process, whose only BLAS work is these rounds
     with thread_log(log):
@@ -97,7 +98,8 @@ def propose_round(*, method, problem: str, definition: dict | None, initial: str
             # points whose oracle failed carry no objectives: the optimisers never see them
             initial_points = succeeded(read_once(initial))
             evals = succeeded(pd.concat([read_once(initial)] + [read_once(path) for path in evaluations], ignore_index=True))
-            context = chain_context(chosen, utility_floor) if getattr(method, "needs_context", False) else None
+            context = (chain_context(chosen, utility_floor, steering=steering)
+                       if getattr(method, "needs_context", False) else None)
             points, record = method.round(chosen, evals, batch_size, seed, run, round_index, len(initial_points),
                                           read_provenance(previous) if previous else None, context=context)
             logging.getLogger(__name__).info("%s round %d: %d observations, %s, proposal %.2f s", method.name,
@@ -113,12 +115,24 @@ def propose_round(*, method, problem: str, definition: dict | None, initial: str
             raise
 
 
-def chain_context(problem, utility_floor: float | None = None, data_dir: str = paths.DATA_DIR):
-    """The training rows and error floor of the problem's prepared data (`bo.propose.Context`)."""
+def chain_context(problem, utility_floor: float | None = None, data_dir: str = paths.DATA_DIR,
+                  steering: dict | None = None):
+    """The training rows and error floor of the problem's prepared data (`bo.propose.Context`), and what steers
+    the chain: `steering` {"region": the region rule (`stats.region.RegionRule`), "queries": {"epsilon": [...],
+    "utility": [...]}} (None: the settings' fixed region, no queries)."""
     from .propose import Context
 
     data = prepared_data(problem, data_dir)
-    return Context(data.n_train if data is not None else None, problem.error_floor(data, utility_floor))
+    steering = steering or {}
+    return Context(data.n_train if data is not None else None, problem.error_floor(data, utility_floor),
+                   steering.get("region"), declared_queries(steering.get("queries")))
+
+
+def declared_queries(queries: dict | None) -> tuple[tuple[str, float], ...]:
+    """problems.<name>.queries as (kind, target) pairs, "eps" before "utility", each in its declared order."""
+    queries = queries or {}
+    return tuple((kind, float(t)) for key, kind in (("epsilon", "eps"), ("utility", "utility"))
+                 for t in queries.get(key, []))
 
 
 def prepared_data(problem, data_dir: str = paths.DATA_DIR):
@@ -169,7 +183,8 @@ def propose_in_rule(wildcards, input, output, params, log) -> None:
         propose_round(method=params.method, problem=wildcards.problem, definition=params.problem, initial=input.initial,
                       evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
                       output=output[0], log=log[0], batch_size=params.batch_size, seed=params.seed,
-                      run=int(wildcards.run), round_index=int(wildcards.round), utility_floor=params.utility_floor)
+                      run=int(wildcards.run), round_index=int(wildcards.round), utility_floor=params.utility_floor,
+                      steering=params.steering)
 
 
 def evaluate_in_rule(wildcards, input, output, params, log) -> None:

@@ -29,7 +29,10 @@ import pandas as pd
 from scipy import optimize
 
 from ..problems.problem import Problem
+from ..stats.front_metrics import Region
+from ..stats.region import RegionRule
 from . import exact_privacy, gp
+from .answer_rounds import choose_for_query, query_of_round
 from .ehvi import ErrorRegionEHVI, RegionEHVI
 from .hvpoi import adaptive_reference, added_hypervolume, improvement_probability
 from .pareto import nondominated_cells, pareto_front
@@ -70,6 +73,7 @@ class Settings:
     floor_margin: float = 0.0       # region acquisitions: improvement counts only below (floor - margin) in error
     gp_points: int = 256            # the most evaluation rows the GPs see: every training's own point, then trace points
     cost_aware: bool = False        # region acquisitions: the acquisition per epoch of training (oracles with a trace axis)
+    query_every: int = 4            # with declared queries, every this-many-th round steers towards one (0: never)
 
     @classmethod
     def from_config(cls, dpareto: dict, statistics: dict | None = None) -> "Settings":
@@ -84,7 +88,8 @@ class Settings:
                    utility_cap=dpareto.get("utility_cap", cls.utility_cap),
                    floor_margin=float(dpareto.get("floor_margin", cls.floor_margin)),
                    gp_points=int(dpareto.get("gp_points", cls.gp_points)),
-                   cost_aware=bool(dpareto.get("cost_aware", cls.cost_aware)))
+                   cost_aware=bool(dpareto.get("cost_aware", cls.cost_aware)),
+                   query_every=int(dpareto.get("query_every", cls.query_every)))
 
     @property
     def paper(self) -> bool:
@@ -98,10 +103,13 @@ class Settings:
 
 @dataclass(frozen=True)
 class Context:
-    """What a round knows of the problem's data beyond the evaluations: the training rows its epsilon
-    is computed for (None: the oracle's own data) and the utility floor as an error (FRONT's region)."""
+    """What a round knows of the problem beyond the evaluations: the training rows its epsilon is computed
+    for (None: the oracle's own data), the utility floor as an error (1: none stated), its region rule (None: `Settings.region`, fixed) and its declared queries
+    ((kind, target): "eps" or "utility"), which steer every `Settings.query_every`-th round."""
     n_train: int | None
     error_floor: float
+    region: RegionRule | None = None
+    queries: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -305,6 +313,14 @@ def propose(problem: Problem, evals: pd.DataFrame, q: int, settings: Settings, r
                                 fit_privacy=privacy is None, error_cap=cap)
     if privacy is None:
         privacy = exact_privacy.GPMean(surrogates.privacy, surrogates.scaler)
+    # a query round proposes one point: batches (q > 1) steer only by the front
+    query = query_of_round(round_index, settings.query_every, context.queries if context and q == 1 else ())
+    if query is not None:
+        start = time.perf_counter()
+        frame = choose_for_query(problem, surrogates, privacy, evals, query, settings.candidates, rng)
+        region = round_region(problem, settings, context, evals, privacy, surrogates.scaler, rng)
+        frame["region_low"], frame["region_high"] = region.epsilon_low, region.epsilon_high
+        return Proposal(with_timings(frame, privacy, surrogates, start), surrogates.state)
     return Proposal(choose_with_known_privacy(problem, surrogates, privacy, evals, q, settings, context, rng),
                     surrogates.state)
 
@@ -318,9 +334,33 @@ def exact_model(problem: Problem, settings: Settings, context: Context | None, r
     return exact_privacy.for_problem(problem, context.n_train, settings.candidates, sample)
 
 
-def region_acquisition(settings: Settings, front_x: np.ndarray, front_y: np.ndarray, cap: float):
-    """The acquisition of (ln epsilon, utility GP mean, sd) in the region (`Settings.acquisition`)."""
-    lo, hi = np.log(settings.region)
+def round_region(problem: Problem, settings: Settings, context: Context | None, evals: pd.DataFrame, privacy,
+                 scaler, rng: np.random.Generator) -> Region:
+    """This round's region of interest: the problem's rule (`stats.region`) applied to the evaluations so far,
+    the domain's epsilon range from the privacy model over the domain's corners and `candidates` random points;
+    `Settings.region` where the context has no rule."""
+    floor = context.error_floor if context is not None else 1.0
+    if context is None or context.region is None:
+        return Region(*settings.region, floor)
+    domain = None
+    if context.region.needs_domain and not isinstance(privacy, exact_privacy.GPMean):
+        rng = np.random.default_rng(0)   # its own stream: the round's draws stay those of a fixed region
+        box = scaler.upper - scaler.lower
+        d = len(box)
+        corners = np.array(np.meshgrid(*[[0.0, 1.0]] * d)).reshape(d, -1).T if d <= 10 else np.empty((0, d))
+        unit = np.vstack([scaler.lower + corners * box, scaler.lower + rng.random((settings.candidates, d)) * box])
+        reachable = np.asarray(privacy.ranking(scaler.from_unit(unit)), dtype=float)
+        reachable = reachable[np.isfinite(reachable) & (reachable > 0)]
+        domain = (float(reachable.min()), float(reachable.max())) if len(reachable) else None
+    return context.region.region(evals["epsilon"], evals["error"], floor, domain,
+                                 [t for kind, t in context.queries if kind == "eps"])
+
+
+def region_acquisition(settings: Settings, front_x: np.ndarray, front_y: np.ndarray, cap: float,
+                       region: Region | None = None):
+    """The acquisition of (ln epsilon, utility GP mean, sd) in the region (`Settings.acquisition`; `region`:
+    the round's, else `Settings.region`)."""
+    lo, hi = np.log((region.epsilon_low, region.epsilon_high) if region is not None else settings.region)
     if settings.acquisition == "hvpoi-region":
         return RegionHVPoI(front_x, front_y, lo, hi, cap)
     if settings.acquisition == "ehvi-logit":
@@ -362,14 +402,15 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
     free = ~np.asarray(scaler.integer)
     observed = scaler.to_unit(evals[problem.names].to_numpy(dtype=float))
     taken = {tuple(np.round(p, 12)) for p in scaler.from_unit(observed)}
-    cap = float(error_to_gp(context.error_floor - settings.floor_margin if context else 1.0))
+    region = round_region(problem, settings, context, evals, privacy, scaler, rng)
+    cap = float(error_to_gp(region.error_floor - settings.floor_margin if context else 1.0))
     front_x = exact_privacy.finite_log(evals["epsilon"].to_numpy(float))
     front_y = utility.predict(observed)[0]
     axis = problem.oracle.trace_axis
     per_epoch = problem.names.index(axis) if settings.cost_aware and axis in problem.names else None
     rows = []
     for position in range(q):
-        acquisition = region_acquisition(settings, front_x, front_y, cap)
+        acquisition = region_acquisition(settings, front_x, front_y, cap, region)
 
         def value(unit: np.ndarray, epsilon: np.ndarray) -> np.ndarray:
             mean, var = utility.predict(unit)
@@ -405,6 +446,13 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
             front_x = np.append(front_x, exact_privacy.finite_log(epsilon))
             front_y = np.append(front_y, mean)
     frame = pd.DataFrame(rows)
+    frame["region_low"], frame["region_high"] = region.epsilon_low, region.epsilon_high
+    frame["steers"] = "front"
+    return with_timings(frame, privacy, surrogates, start)
+
+
+def with_timings(frame: pd.DataFrame, privacy, surrogates: Surrogates, start: float) -> pd.DataFrame:
+    """A round's points with its privacy model, the GPs' jitter and its seconds (fit, acquisition, both)."""
     frame["privacy_model"] = privacy.name
     frame["privacy_jitter"] = surrogates.privacy.jitter if surrogates.privacy else np.nan
     frame["utility_jitter"] = surrogates.utility.jitter

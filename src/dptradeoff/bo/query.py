@@ -56,6 +56,7 @@ INTERVAL_LABEL = "predictive interval for one training (GP, not a guarantee)"
 PRIOR_DOF = 1.0                # degrees of freedom of each shrinkage stage of ReplicationNoise
 MIN_CALIBRATION = 5            # trainings the acquisition chose, at least, for the one-step-ahead inflation
 LEVEL_BANDWIDTH = 0.1          # logit(error): how near in error a row's replications count (ReplicationNoise)
+EDGE = 0.01                    # a share of the GPs' input box: an answer this near a domain bound is at its edge
 
 
 @dataclass
@@ -76,6 +77,12 @@ class Answer:
     interval_high: float = math.nan
     interval_level: float = INTERVAL_LEVEL
     single_sd: float = math.nan
+    trainings: list = field(default_factory=list)   # the chain's single trainings of the point (empty: not trained)
+    edge: str = ""              # the hyperparameters at a bound of the domain ("" : none)
+
+    @property
+    def trained(self) -> bool:
+        return bool(self.trainings)
 
     def interval_text(self) -> str:
         """The interval for a reader: its bounds, its level and what it is."""
@@ -86,7 +93,8 @@ class Answer:
         out = {"question": self.question, **(self.point or {}), "epsilon": self.epsilon,
                "predicted_utility": self.predicted_utility, "predicted_sd": self.predicted_sd,
                "single_sd": self.single_sd, "interval_low": self.interval_low, "interval_high": self.interval_high,
-               "interval_level": self.interval_level, "exact_epsilons": self.exact_epsilons}
+               "interval_level": self.interval_level, "exact_epsilons": self.exact_epsilons, "trained": self.trained,
+               "trainings": list(self.trainings), "edge": self.edge}
         out.update({f"nearest_{k}": v for k, v in self.nearest.items()})
         out.update({f"evaluated_{k}": v for k, v in self.best_evaluated.items()})
         return out
@@ -199,6 +207,7 @@ class FrontQuery:
         self.ranking = self.model or exact_privacy.GPMean(self.surrogates.privacy, self.scaler)
         self.observed = self.scaler.to_unit(self.evals[problem.names].to_numpy(float))
         self._epsilons: dict[tuple, float] = {}
+        self.oracle_calls = 0   # the privacy oracle's runs (the trained points' epsilons are the evaluations')
         gp = self.surrogates.utility
         repeats = [len(r) for r in self.evals["utility_runs"]] if "utility_runs" in self.evals else [1]
         self.repeats = max(1, int(np.median(repeats)))    # R of the means the GP was fitted to
@@ -218,6 +227,7 @@ class FrontQuery:
         key = tuple(np.round(point, 12))
         if key not in self._epsilons:
             self._epsilons[key] = exact_epsilon(self.problem, self._as_dict(point), training_rows(self.data))
+            self.oracle_calls += 1
         return self._epsilons[key]
 
     def predict(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -330,15 +340,49 @@ class FrontQuery:
             row = best_evaluated.iloc[0]
             evaluated = {k: row[k] for k in [*self.problem.names, "epsilon", "utility", "index"]}
         if point is None:
-            return Answer(question, None, best_evaluated=evaluated, exact_epsilons=len(self._epsilons))
+            return Answer(question, None, best_evaluated=evaluated, exact_epsilons=self.oracle_calls)
         utility, sd = self.predict(point[None, :])
         distances = np.linalg.norm(self.observed - self.scaler.to_unit(point[None, :]), axis=1)
         near = self.evals.iloc[int(np.argmin(distances))]
         nearest = {k: near[k] for k in [*self.problem.names, "epsilon", "utility", "index"]}
         low, high, single = self.interval(point[None, :])
         return Answer(question, self._as_dict(point), self.epsilon(point), float(utility[0]), float(sd[0]),
-                      nearest, evaluated, len(self._epsilons), float(low[0]), float(high[0]), INTERVAL_LEVEL,
-                      float(single[0]))
+                      nearest, evaluated, self.oracle_calls, float(low[0]), float(high[0]), INTERVAL_LEVEL,
+                      float(single[0]), self.trainings_at(point), self.edge(point))
+
+    def trainings_at(self, point: np.ndarray) -> list[float]:
+        """The single trainings of `point` in the chain (each row's `utility_runs`; a trace row's are those of its
+        epoch), [] when it was not trained."""
+        at = np.all(np.isclose(self.evals[self.problem.names].to_numpy(float), point[None, :], rtol=1e-9, atol=0), axis=1)
+        if not at.any():
+            return []
+        rows = self.evals[at]
+        runs = rows["utility_runs"] if "utility_runs" in rows else [[u] for u in rows["utility"]]
+        return [float(u) for r in runs for u in r]
+
+    def edge(self, point: np.ndarray) -> str:
+        """Which hyperparameters of `point` lie at a bound of the domain (within EDGE of the GPs' input box):
+        the answer may be limited by the domain, which may be too narrow."""
+        unit = self.scaler.to_unit(point[None, :])[0]
+        box = self.scaler.upper - self.scaler.lower
+        parts = []
+        for p, u, lo, width, value in zip(self.problem.domain, unit, self.scaler.lower, box, point):
+            if width <= 0:
+                continue
+            if u - lo <= EDGE * width:
+                parts.append(f"{p.name} = {value:g} is its lower bound {p.low:g}")
+            elif lo + width - u <= EDGE * width:
+                parts.append(f"{p.name} = {value:g} is its upper bound {p.high:g}")
+        return "; ".join(parts)
+
+    def _trained(self) -> tuple[np.ndarray, np.ndarray]:
+        """The chain's trained points (every row: a trace row is a training of its epoch), each once, and their
+        epsilons as the privacy oracle gave them to the evaluations (those are cached as its own)."""
+        points, first = np.unique(self.evals[self.problem.names].to_numpy(float), axis=0, return_index=True)
+        epsilons = self.evals["epsilon"].to_numpy(float)[first]
+        for point, epsilon in zip(points, epsilons):
+            self._epsilons.setdefault(tuple(np.round(point, 12)), float(epsilon))
+        return points, epsilons
 
     def _refine(self, best: np.ndarray, step) -> np.ndarray:
         """Local perturbations around `best` at each of LOCAL_SCALES, repeated while they improve it;
@@ -352,8 +396,9 @@ class FrontQuery:
         return best
 
     # -- questions ------------------------------------------------------------------------------
-    def for_epsilon(self, target: float) -> Answer:
-        """Maximise predicted utility subject to the exact epsilon <= target."""
+    def for_epsilon(self, target: float, trained: bool = False) -> Answer:
+        """Maximise predicted utility subject to the exact epsilon <= target, over the domain and the trained
+        points (a trained point wins ties), or (`trained`) over the trained points alone."""
         def best_feasible(points: np.ndarray, floor: float) -> np.ndarray | None:
             """The point of highest predicted utility above `floor` whose exact epsilon is <= target."""
             utility, _ = self.predict(points)
@@ -369,18 +414,30 @@ class FrontQuery:
                     return points[i]
             return None
 
-        best = best_feasible(self._candidates(), -np.inf)
-        if best is not None:
-            best = self._refine(best, lambda points, current: best_feasible(points, float(self.predict(current[None])[0][0])))
+        best = None
+        if not trained:
+            best = best_feasible(self._candidates(), -np.inf)
+            if best is not None:
+                best = self._refine(best, lambda points, current: best_feasible(points, float(self.predict(current[None])[0][0])))
+        # a trained point as good by the GP wins: it comes with its trainings
+        points, epsilons = self._trained()
+        points = points[epsilons <= target]
+        if len(points):
+            utility = self.predict(points)[0]
+            i = int(np.argmax(utility))
+            if best is None or utility[i] >= float(self.predict(best[None])[0][0]):
+                best = points[i]
         evaluated = self.evals[self.evals["epsilon"] <= target].sort_values("utility", ascending=False)
         return self._answer(f"epsilon <= {target:g}", best, evaluated)
 
-    def for_utility(self, target: float) -> Answer:
-        """Minimise the exact epsilon subject to predicted utility >= target."""
+    def for_utility(self, target: float, trained: bool = False) -> Answer:
+        """Minimise the exact epsilon subject to ONE new training reaching the target by the predictive interval
+        (its lower end >= target: at the interval's level or more), over the domain and the trained points (a
+        trained point wins ties), or (`trained`) over the trained points alone. Not the mean: a point whose mean
+        reaches the target misses it in about half of its trainings."""
         def most_private(points: np.ndarray, ceiling: float) -> np.ndarray | None:
-            """The point of smallest exact epsilon below `ceiling` among those predicted to reach the target."""
-            utility, _ = self.predict(points)
-            feasible = np.flatnonzero(utility >= target)
+            """The point of smallest exact epsilon below `ceiling` among those whose one training reaches the target."""
+            feasible = np.flatnonzero(self.interval(points)[0] >= target)
             ranked = feasible[np.argsort(self.ranking.ranking(points[feasible]))][:EXACT_CHECKS]
             if not len(ranked):
                 return None
@@ -388,8 +445,16 @@ class FrontQuery:
             best = int(np.argmin(exact))
             return points[ranked[best]] if exact[best] < ceiling else None
 
-        best = most_private(self._candidates(), np.inf)
-        if best is not None:
-            best = self._refine(best, lambda points, current: most_private(points, self.epsilon(current)))
+        best = None
+        if not trained:
+            best = most_private(self._candidates(), np.inf)
+            if best is not None:
+                best = self._refine(best, lambda points, current: most_private(points, self.epsilon(current)))
+        points, epsilons = self._trained()
+        reaching = self.interval(points)[0] >= target if len(points) else np.zeros(0, bool)
+        if reaching.any():
+            i = np.flatnonzero(reaching)[int(np.argmin(epsilons[reaching]))]
+            if best is None or epsilons[i] <= self.epsilon(best):
+                best = points[i]
         evaluated = self.evals[self.evals["utility"] >= target].sort_values("epsilon")
         return self._answer(f"utility >= {target:g}", best, evaluated)

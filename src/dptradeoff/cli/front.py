@@ -60,6 +60,8 @@ def _print_point(title: str, values: dict) -> None:
 
 def front(args) -> None:
     from ..bo.propose import Settings
+    from ..bo.answer_rounds import steered
+    from ..bo.chain_round import declared_queries
     from ..bo.query import FrontQuery, front as pareto_front, query_rng
 
     config = load(args.configfile)
@@ -85,9 +87,11 @@ def front(args) -> None:
     kind, target = ("eps", args.epsilon) if args.epsilon is not None else ("utility", args.utility)
     seed = config["seed"] if args.seed is None else args.seed
     # the `query` rule's seed rule: the same question on the same chain gets the rule's answer
-    query = FrontQuery(problem, evals, data, Settings.from_config(config["dpareto"], config["statistics"]),
-                       query_rng(seed, problem.name, kind, float(target), args.run))
-    answer = query.for_epsilon(target) if kind == "eps" else query.for_utility(target)
+    settings = Settings.from_config(config["dpareto"], config["statistics"])
+    declared = declared_queries(config["problems"].get(args.problem, {}).get("queries"))
+    trained = args.trained or steered(kind, float(target), declared, settings.query_every)
+    query = FrontQuery(problem, evals, data, settings, query_rng(seed, problem.name, kind, float(target), args.run))
+    answer = query.for_epsilon(target, trained) if kind == "eps" else query.for_utility(target, trained)
     print(f"{problem.name}, {answer.question} (delta={problem.delta:g}); {GUARANTEE}.")
     if answer.point is None:
         print(f"No hyperparameters in the domain meet {answer.question} by the GP's prediction and the exact oracle "
@@ -96,7 +100,14 @@ def front(args) -> None:
         _print_point("suggested", answer.point)
         print(f"  epsilon {answer.epsilon:.4g} (exact); predicted {problem.utility} {answer.predicted_utility:.4f} "
               f"+- {answer.predicted_sd:.4f} (GP, not a measurement; sd of a mean of R trainings); one training: {answer.interval_text()}")
-        _print_point("nearest evaluated point", answer.nearest)
+        if answer.trained:
+            print(f"  a trained point; its {len(answer.trainings)} trainings in the chain (measured): "
+                  + ", ".join(f"{u:.4f}" for u in answer.trainings))
+        else:
+            print("  not trained (a GP prediction between trained points)")
+            _print_point("nearest evaluated point", answer.nearest)
+        if answer.edge:
+            print(f"  At the edge of the domain: {answer.edge}. A wider domain may give a better answer.")
     best = best_evaluated(everything, kind, float(target), problem.names)
     if best:
         _print_point(f"best evaluated point with {answer.question} (measured; of {len(everything)} evaluations: "

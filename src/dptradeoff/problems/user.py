@@ -39,7 +39,7 @@ from .problem import Param, Problem
 from .sampling import sampler_from_config
 
 ENTRY_KEYS = {"oracle", "options", "dataset", "delta", "utility", "domain", "sampling", "description", "repeats",
-              "grids", "ranges", "queries", "utility_floor", "methods", "environment"}
+              "grids", "ranges", "queries", "utility_floor", "methods", "environment", "region"}
 PARAM_KEYS = {"low", "high", "integer", "log"}
 
 

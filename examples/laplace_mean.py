@@ -1,0 +1,88 @@
+"""A pure epsilon-DP mean, as a user brings it: clamp each value of one column of their own data to
+[lower, upper], take the mean over the n rows, add Laplace noise of scale `scale`.
+
+Privacy (replace-one neighbours, n public): the clamped mean's sensitivity is (upper - lower) / n, so the
+Laplace mechanism is epsilon-DP with epsilon = (upper - lower) / (n scale), for every delta.
+Utility: 1 - |released - true mean| / 100 (at least 0), the true mean the column's, unclamped.
+Its expectation has a closed form (`expected_utility`): with b the clamping bias and s the scale,
+E|b + Laplace(s)| = |b| + s exp(-|b| / s). So the exact front is known (`exact_front`), and a benchmark can
+measure how near a search comes to it (benchmarks/query_coverage.py).
+
+The noise here is numpy's, drawn from the pipeline's seeded `rng`. A library with its own secure noise
+(OpenDP's floating-point-safe Laplace, say) would set `seedable = False`: its rows replay in distribution,
+not bit for bit (docs/your-algorithm.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dptradeoff.problems.oracle import Data, Oracle
+
+
+class ClampedLaplaceMean(Oracle):
+    neighbouring = "replace-one"
+    utility_description = "1 - |error|/100"
+
+    def __init__(self, column: int = 0, csv: str | None = None, csv_column: str = "age"):
+        """`column`: the feature column of the problem's dataset; or, for a problem without one, `csv`: a CSV
+        file of the user's whose column `csv_column` is the data."""
+        self.column = column
+        self.own = None
+        if csv is not None:
+            import pandas as pd
+
+            self.own = pd.read_csv(csv)[csv_column].to_numpy(float)
+            self.own_data = f"{csv}, column {csv_column} ({len(self.own)} rows)"
+
+    def prepare(self, data: Data) -> Data:
+        """The one column, train and test alike (the test rows are not used)."""
+        pick = lambda x: np.asarray(x, dtype=float)[:, [self.column]]  # noqa: E731
+        return Data(pick(data.x_train), data.y_train, pick(data.x_test), data.y_test, data.source, data.source_label)
+
+    def _values(self, data: Data | None) -> np.ndarray:
+        return data.x_train[:, 0] if data is not None else self.own
+
+    def epsilon(self, point, *, n, delta):
+        n = n if n is not None else len(self.own)
+        return (point["upper"] - point["lower"]) / (n * point["scale"])
+
+    def epsilons(self, points, *, n, delta):
+        """Vectorised: points an (N, 3) array in the domain's order (scale, lower, upper)."""
+        n = n if n is not None else len(self.own)
+        points = np.atleast_2d(points)
+        return (points[:, 2] - points[:, 1]) / (n * points[:, 0])
+
+    def utility(self, point, data, rng):
+        values = self._values(data)
+        released = np.clip(values, point["lower"], point["upper"]).mean() + rng.laplace(0.0, point["scale"])
+        return float(max(0.0, 1.0 - abs(released - values.mean()) / 100.0))
+
+    @staticmethod
+    def expected_utility(point, values: np.ndarray) -> float:
+        """E[utility] in closed form (the floor at 0 ignored: P(|noise| > 100) <= exp(-10) in the domain)."""
+        bias = abs(np.clip(values, point["lower"], point["upper"]).mean() - values.mean())
+        scale = point["scale"]
+        return float(1.0 - (bias + scale * np.exp(-bias / scale)) / 100.0)
+
+
+def exact_front(values: np.ndarray, epsilons: np.ndarray, scale=(1e-3, 10.0), lower=(0.0, 35.0), upper=(40.0, 120.0),
+                step: float = 0.25) -> np.ndarray:
+    """The best expected utility at each epsilon of `epsilons` over the domain (bounds on a `step` grid, the
+    scale that spends exactly epsilon, clipped to its range): the exact front, by the closed form."""
+    values = np.sort(np.asarray(values, dtype=float))
+    n, mean = len(values), values.mean()
+    cumulative = np.concatenate([[0.0], np.cumsum(values)])
+    lows = np.arange(lower[0], lower[1] + step / 2, step)
+    highs = np.arange(upper[0], upper[1] + step / 2, step)
+    lo, hi = np.meshgrid(lows, highs, indexing="ij")
+    # the clamped mean of sorted values, from prefix sums
+    below, above = np.searchsorted(values, lo, "left"), np.searchsorted(values, hi, "right")
+    clamped = (lo * below + (cumulative[above] - cumulative[below]) + hi * (n - above)) / n
+    bias = np.abs(clamped - mean)
+    best = np.empty(len(epsilons))
+    for i, eps in enumerate(epsilons):
+        s = np.clip((hi - lo) / (n * eps), *scale)
+        feasible = (hi - lo) / (n * s) <= eps * (1 + 1e-12)
+        utility = 1.0 - (bias + s * np.exp(-bias / s)) / 100.0
+        best[i] = utility[feasible].max() if feasible.any() else np.nan
+    return best
