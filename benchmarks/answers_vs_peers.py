@@ -5,8 +5,7 @@ LogReg+Adam, paired over seeds.
 Per problem and seed (benchmarks/front_quality.py's protocol: its 16 shared initial points, common random numbers,
 the budget the default DPareto without traces spends on 16 + 48 evaluations):
 - DPareto with traces and the two queries declared (`problems.<name>.queries`): every 4th round steers towards one
-  of them (bo.answer_rounds); each answer is the trained point the `query` rule picks (`FrontQuery(...,
-  trained=True)`);
+  of them (bo.answer_rounds); each answer is the trained point the `query` rule picks (`FrontQuery.for_epsilon`);
 - Optuna TPE with traces (`optuna-tpe+traces`, the peer level with DPareto on the region metric): its answer is its
   best trained point at epsilon <= the target (the highest measured utility: what a practitioner reads off its
   trials).
@@ -104,7 +103,7 @@ def main() -> None:
                    "query_rounds": int((ours["steers"].str.contains("query") & ours["trace_final"].astype(bool)).sum())}
             for target in TARGETS:
                 query = FrontQuery(problem, ours, data, settings, query_rng(config["seed"], name, "eps", target, 0))
-                answer = query.for_epsilon(target, trained=True)
+                answer = query.for_epsilon(target)
                 feasible = peer[peer["epsilon"] <= target].sort_values("utility", ascending=False)
                 if answer.point is None or feasible.empty:
                     continue

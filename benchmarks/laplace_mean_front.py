@@ -12,7 +12,8 @@ Per chain:
   not their noisy measurements) over the problem's own region (the rule applied to the exact front), as a
   share of the exact front's; target >= 0.98;
 - `eps<=0.001`: the answer's 200 retrainings' mean utility minus the best expected utility at epsilon <= 0.001
-  (exact front); target >= -0.002 (the `query` rule's answer: `now` a trained point, `before` the GP search);
+  (exact front); target >= -0.002 (`now`: the `query` rule's answer, a trained point; `before`: the GP's search of
+  the whole domain, the previous answers);
 - `utility>=0.99`: the share of its answer's 200 retrainings that reach 0.99 (target >= 0.85), and its epsilon.
 Last line: front_now_over_before=<mean ratio> eps_answer_gap_now=<mean> eps_answer_gap_before=<mean> ...
 Run: ./in-env python benchmarks/laplace_mean_front.py [--seeds 8] [--rounds 24]   (about 1.5 min per seed)
@@ -30,7 +31,6 @@ import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from dptradeoff.baselines.random_search import sample  # noqa: E402
-from dptradeoff.bo.answer_rounds import steered  # noqa: E402
 from dptradeoff.bo.propose import Context, DPareto, Settings  # noqa: E402
 from dptradeoff.bo.query import FrontQuery, query_rng  # noqa: E402
 from dptradeoff.data import adult  # noqa: E402
@@ -116,9 +116,9 @@ def main() -> None:
             row = {"seed": seed, "method": name, "front": score,
                    "below_0.01": float(np.mean(evals["epsilon"].iloc[K0:] < 0.01))}
             for kind, target in QUERIES:
-                trained = steered(kind, target, context.queries, settings.query_every)
+                search = name == "before"   # the previous answers: the GP's search of the whole domain
                 query = FrontQuery(problem, evals, data, settings, query_rng(config["seed"], problem.name, kind, target, 0))
-                answer = query.for_epsilon(target, trained) if kind == "eps" else query.for_utility(target, trained)
+                answer = query.for_epsilon(target, search) if kind == "eps" else query.for_utility(target, search)
                 if answer.point is None:
                     row[f"{kind}_answered"] = False
                     continue

@@ -175,10 +175,11 @@ def _known_chain(points: int = 40) -> pd.DataFrame:
 
 
 def test_the_front_query_finds_a_known_constrained_optimum():
+    """The GP's search of the whole domain (`search`) finds the optimum between the trained points."""
     evals = _known_chain()
     for seed in range(3):
         query = FrontQuery(KNOWN, evals, None, Settings(candidates=2000, gp_restarts=3), query_rng(seed, "known", "eps", 1.0, 0))
-        answer = query.for_epsilon(1.0)
+        answer = query.for_epsilon(1.0, search=True)
         assert answer.epsilon <= 1.0 and answer.point["a"] == pytest.approx(0.5, abs=0.01)
         assert answer.point["b"] == pytest.approx(0.3, abs=0.06)
         assert answer.epsilon == 10 ** (2 * answer.point["a"] - 1)

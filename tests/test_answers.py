@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from dptradeoff import UserError
-from dptradeoff.bo.answer_rounds import AnswerImprovement, choose_for_query, query_of_round, steered
+from dptradeoff.bo.answer_rounds import AnswerImprovement, choose_for_query, query_of_round
 from dptradeoff.bo.propose import Context, DPareto, Settings
 from dptradeoff.bo.query import FrontQuery
 from dptradeoff.problems import resolve
@@ -124,7 +124,6 @@ def test_every_fourth_round_steers_towards_the_queries_in_turn():
     plan = [query_of_round(r, 4, queries) for r in range(12)]
     assert plan == [None, None, None, ("eps", 0.1), None, None, None, ("utility", 0.9), None, None, None, ("eps", 0.1)]
     assert query_of_round(3, 0, queries) is None and query_of_round(3, 4, ()) is None
-    assert steered("eps", 0.1, queries, 4) and not steered("eps", 0.2, queries, 4) and not steered("eps", 0.1, queries, 0)
 
 
 def _fitted(problem, data, rounds=0):
@@ -173,7 +172,7 @@ def test_a_utility_answer_is_one_whose_single_training_reaches_the_target(answer
     """The answer's predictive interval for one training lies at or above the target: not merely its predicted
     mean, which one training misses about half the time."""
     query, _ = answered
-    answer = query.for_utility(0.99)
+    answer = query.for_utility(0.99, search=True)
     assert answer.point is not None and answer.interval_low >= 0.99 and answer.predicted_utility >= 0.99
     point = np.array([[answer.point[n] for n in query.problem.names]], dtype=float)
     assert query.interval(point)[0][0] >= 0.99
@@ -181,7 +180,7 @@ def test_a_utility_answer_is_one_whose_single_training_reaches_the_target(answer
 
 def test_a_trained_answer_is_a_trained_point_with_its_trainings(answered):
     query, evals = answered
-    answer = query.for_epsilon(1e-2, trained=True)
+    answer = query.for_epsilon(1e-2)
     point = np.array([answer.point[n] for n in query.problem.names], dtype=float)
     rows = evals[np.all(np.isclose(evals[query.problem.names].to_numpy(float), point), axis=1)]
     assert len(rows) == 1 and answer.trained and answer.epsilon <= 1e-2
@@ -189,7 +188,7 @@ def test_a_trained_answer_is_a_trained_point_with_its_trainings(answered):
     feasible = evals[evals["epsilon"] <= 1e-2]
     best = query.predict(feasible[query.problem.names].to_numpy(float))[0].max()
     assert answer.predicted_utility == pytest.approx(best)     # the trained point the GP rates best there
-    untrained = query.for_epsilon(1e-2)
+    untrained = query.for_epsilon(1e-2, search=True)
     assert untrained.predicted_utility >= answer.predicted_utility - 1e-12
 
 
@@ -199,3 +198,15 @@ def test_an_answer_at_a_bound_of_the_domain_says_so(answered):
     assert query.edge(inside) == ""
     at = query.edge(np.array([10.0, 35.0, 80.0]))
     assert "scale = 10 is its upper bound 10" in at and "lower = 35 is its upper bound 35" in at
+
+
+def test_a_built_in_problem_proposes_as_before(laplace):
+    """A problem whose region is declared (a built-in's statistics.region) and that declares no query proposes
+    exactly what a chain without a region rule proposes: the built-in problems' chains are unchanged."""
+    problem, data, _ = laplace
+    from dptradeoff.baselines.random_search import sample
+
+    evals = evaluate(problem, sample(problem, 10, np.random.default_rng(8)), data, 3, 0, "initial", 0)
+    proposals = [DPareto(FAST).round(problem, evals, 1, 0, 0, 0, 10, None, context=context)[0]
+                 for context in (Context(data.n_train, 1.0), Context(data.n_train, 1.0, FixedRegion(*FAST.region)))]
+    pd.testing.assert_frame_equal(*(p[problem.names] for p in proposals))

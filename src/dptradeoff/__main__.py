@@ -95,8 +95,8 @@ def main(argv=None) -> int:
     target.add_argument("--epsilon", type=float, help="the hyperparameters maximising predicted utility with epsilon <= this")
     target.add_argument("--utility", type=float, help="the hyperparameters with the smallest epsilon whose one new training "
                         "reaches this utility by the 90 %% predictive interval (its lower end)")
-    p.add_argument("--trained", action="store_true", help="answer with a trained point only (the default for a query "
-                   "the config declares, which steered the chain)")
+    p.add_argument("--search", action="store_true", help="search the whole domain by the GP, untrained points too "
+                   "(default: the chain's trained points, each answer with its trainings)")
     p.add_argument("--configfile", action="append", default=[],
                    help="the config(s) the study ran with, merged over config/config.yaml as Snakemake does (repeatable)")
     p.add_argument("--seed", type=int, default=None,

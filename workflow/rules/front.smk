@@ -17,7 +17,6 @@ rule query:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         conversion=RDP_CONVERSION,
         settings=lambda wildcards: bo_settings(),
-        queries=lambda wildcards: problem_settings(wildcards.problem).get("queries", {}),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         seed=config["seed"],
     threads: 1

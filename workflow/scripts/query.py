@@ -2,8 +2,6 @@ from dptradeoff.workflow_support import limit_threads, rule_context
 
 limit_threads(snakemake.threads)
 
-from dptradeoff.bo.answer_rounds import steered  # noqa: E402
-from dptradeoff.bo.chain_round import declared_queries  # noqa: E402
 from dptradeoff.bo.query import INTERVAL_LABEL  # noqa: E402
 from dptradeoff.bo.query_round import answer_and_train  # noqa: E402
 from dptradeoff.problems import resolve  # noqa: E402
@@ -12,8 +10,7 @@ from dptradeoff.problems.tables import write_frame  # noqa: E402
 with rule_context(snakemake):
     w, p = snakemake.wildcards, snakemake.params
     problem = resolve(w.problem, p.problem, p.conversion)
-    row = answer_and_train(problem, snakemake.input.chain, w.kind, float(w.target), p.settings, p.repeats, p.seed, 0,
-                           steered(w.kind, float(w.target), declared_queries(p.queries), p.settings.query_every))
+    row = answer_and_train(problem, snakemake.input.chain, w.kind, float(w.target), p.settings, p.repeats, p.seed, 0)
     write_frame(row, snakemake.output[0], {"problem": w.problem, "question": row["question"].iloc[0],
                                            "definition": p.problem, "repeats": p.repeats,
                                            "source_label": row["source_label"].iloc[0],

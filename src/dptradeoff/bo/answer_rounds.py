@@ -13,8 +13,8 @@ them in turn, its acquisition the expected improvement of that query's answer, w
   epsilon of the candidates), times the probability of reaching u.
 
 The best of `candidates` random points of the GP's input box (integers rounded) is refined by local perturbations
-(LOCAL_SCALES of the box); the points already evaluated are not proposed again. `bo.query` then answers each
-declared query with a trained point (`FrontQuery(..., trained=True)`).
+(LOCAL_SCALES of the box); the points already evaluated are not proposed again. `bo.query` answers every question
+with a trained point.
 """
 from __future__ import annotations
 
@@ -37,12 +37,6 @@ def query_of_round(round_index: int, every: int, queries) -> tuple[str, float] |
     if not queries or every <= 0 or (round_index + 1) % every:
         return None
     return queries[((round_index + 1) // every - 1) % len(queries)]
-
-
-def steered(kind: str, target: float, declared, every: int) -> bool:
-    """Whether the question (kind "eps" or "utility", target) steered the chain: one of its declared queries
-    ((kind, target) pairs), with query rounds on. Its answer is then a trained point."""
-    return every > 0 and any(k == kind and abs(t - target) <= 1e-12 * max(1.0, abs(t)) for k, t in declared)
 
 
 class AnswerImprovement:

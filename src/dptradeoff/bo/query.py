@@ -43,7 +43,7 @@ from ..seeds import rng as derived_rng
 from . import exact_privacy
 from .gp import Posterior, matern52
 from .propose import Settings, Surrogates, fit_surrogates, gp_rows
-from .transforms import error_from_gp, error_to_gp
+from .transforms import ERROR_RANGE, error_from_gp, error_to_gp
 
 SEARCH_FACTOR = 4
 LOCAL_SCALES = (0.1, 0.03, 0.01, 0.003, 0.001)
@@ -147,23 +147,38 @@ class ReplicationNoise:
         self.dof = np.array([max(len(r) - 1, 0) for r in runs], dtype=float)
         self.s2 = np.array([r.var(ddof=1) if len(r) > 1 else 0.0 for r in runs])
         self.level = error_to_gp(evals["error"].to_numpy(float))
+        # where one training's logit(error) is centred against the logit of its row's MEAN error, which the GP
+        # fits: 0 for symmetric noise; for a skewed spread (a Laplace mechanism's |error| is exponential: the mean
+        # of its logs is ~0.58 below the log of its mean) one training lands off the GP's mean
+        self.gap = np.array([r.mean() - lv if len(r) > 1 else 0.0 for r, lv in zip(runs, self.level)])
         self.unit, self.lengthscales = np.asarray(unit, dtype=float), np.asarray(lengthscales, dtype=float)
         total = self.dof.sum()
         self.pooled = float((self.dof * self.s2).sum() / total) if total > 0 else float(fallback)
+        self.pooled_gap = float((self.dof * self.gap).sum() / total) if total > 0 else 0.0
         self.measured = total > 0
 
     def at(self, unit: np.ndarray, mean: np.ndarray, exclude: np.ndarray | None = None) -> np.ndarray:
         """s^2 at each of `unit` (the GP's input box) where the GP's mean logit(error) is `mean`, the rows
         where `exclude` is True left out."""
+        return self.moments(unit, mean, exclude)[1]
+
+    def moments(self, unit: np.ndarray, mean: np.ndarray, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(the centre offset, s^2) of one training's logit(error) at each of `unit`: both pooled in the same two
+        stages (the class's formula; the offset of row i is the mean of its single trainings' logit(error) minus
+        the logit of its mean error)."""
         if not self.measured:
-            return np.full(len(unit), self.pooled)
+            return np.zeros(len(unit)), np.full(len(unit), self.pooled)
         level = np.exp(-0.5 * ((np.asarray(mean, dtype=float)[:, None] - self.level[None, :]) / LEVEL_BANDWIDTH) ** 2)
         level *= self.dof
         if exclude is not None:
             level[:, exclude] = 0.0
-        at_level = (level @ self.s2 + PRIOR_DOF * self.pooled) / (level.sum(axis=1) + PRIOR_DOF)
         weights = matern52(np.atleast_2d(unit), self.unit, self.lengthscales, 1.0) * level
-        return (weights @ self.s2 + PRIOR_DOF * at_level) / (weights.sum(axis=1) + PRIOR_DOF)
+
+        def pooled(values: np.ndarray, prior: float) -> np.ndarray:
+            at_level = (level @ values + PRIOR_DOF * prior) / (level.sum(axis=1) + PRIOR_DOF)
+            return (weights @ values + PRIOR_DOF * at_level) / (weights.sum(axis=1) + PRIOR_DOF)
+
+        return pooled(self.gap, self.pooled_gap), pooled(self.s2, self.pooled)
 
 
 def logit_interval(mean, var, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -257,7 +272,8 @@ class FrontQuery:
         logit(error) there: inflation^2 (latent variance + misfit + s^2(x)), s^2 `ReplicationNoise`'s."""
         unit = self.scaler.to_unit(points)
         mean, var = self.surrogates.utility.predict(unit)
-        return mean, inflation**2 * (var + self.misfit + self.replication.at(unit, mean))
+        offset, s2 = self.replication.moments(unit, mean)
+        return mean + offset, inflation**2 * (var + self.misfit + s2)
 
     def inflation(self, level: float = INTERVAL_LEVEL) -> float:
         """The factor c >= 1 on the predictive sd for its `level` intervals to hold where answers are: at
@@ -304,8 +320,8 @@ class FrontQuery:
             earlier = Posterior(gp.x[before], gp.y[before], gp.lengthscales, gp.variance, gp.noise, gp.y_mean,
                                 gp.y_std, fixed)
             mean, var = earlier.predict(gp.x[own][None])
-            s2 = self.replication.at(gp.x[own][None], mean, exclude=trainings >= g)[0]
-            needed.extend(((runs[own] - mean[0]) ** 2 / (z2 * (var[0] + self.misfit + s2))).tolist())
+            offset, s2 = (v[0] for v in self.replication.moments(gp.x[own][None], mean, exclude=trainings >= g))
+            needed.extend(((runs[own] - mean[0] - offset) ** 2 / (z2 * (var[0] + self.misfit + s2))).tolist())
         if not needed:
             return 1.0
         rank = min(math.ceil((len(needed) + 1) * level), len(needed))   # the conformal quantile's rank
@@ -314,14 +330,22 @@ class FrontQuery:
     def interval(self, points: np.ndarray, level: float = INTERVAL_LEVEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The central `level` predictive interval for ONE new training's utility at hyperparameter
         `points`, and that training's predicted sd (GP, not a guarantee). In the GP's logit(error)
-        space one training is N(m(x), v(x)) with
+        space one training is N(m(x) + d(x), v(x)) with
             v(x) = c^2 (var_f(x) + misfit + s^2(x)),
-        m and var_f the GP's latent mean and variance, misfit its observation noise beyond replication
-        noise (`misfit`), s^2(x) one training's replication variance near x (`ReplicationNoise`), c the
-        one-step-ahead conformal factor (`inflation`); the bounds are N's quantiles mapped through
-        utility = 1 - sigmoid (exact, the map is monotone, so the interval is not symmetric)."""
+        m and var_f the GP's latent mean and variance, d(x) where one training lands against the logit of a
+        mean error (0 for symmetric noise; `ReplicationNoise.moments`), misfit its observation noise beyond
+        replication noise (`misfit`), s^2(x) one training's replication variance near x (`ReplicationNoise`),
+        c the one-step-ahead conformal factor (`inflation`); the bounds are N's quantiles mapped through
+        utility = 1 - sigmoid (exact, the map is monotone, so the interval is not symmetric). The GP sees
+        errors clipped to `ERROR_RANGE` ([1e-4, 1 - 1e-4]): a bound beyond a clip is moved to utility 1 (or 0),
+        all the GP can say there."""
         mean, var = self.single_training(points, self.inflation(level))
         low, high = logit_interval(mean, var, level)
+        # the GP sees errors clipped to ERROR_RANGE: an interval reaching a clip reaches everything beyond it
+        half = stats.norm.ppf(0.5 + level / 2) * np.sqrt(np.maximum(var, 0.0))
+        floor, ceiling = error_to_gp(np.array(ERROR_RANGE))
+        low = np.where(mean + half >= ceiling, 0.0, low)
+        high = np.where(mean - half <= floor, 1.0, high)
         return low, high, utility_moments(mean, var)[1]
 
     def _candidates(self) -> np.ndarray:
@@ -396,9 +420,9 @@ class FrontQuery:
         return best
 
     # -- questions ------------------------------------------------------------------------------
-    def for_epsilon(self, target: float, trained: bool = False) -> Answer:
-        """Maximise predicted utility subject to the exact epsilon <= target, over the domain and the trained
-        points (a trained point wins ties), or (`trained`) over the trained points alone."""
+    def for_epsilon(self, target: float, search: bool = False) -> Answer:
+        """Maximise predicted utility subject to the exact epsilon <= target over the chain's trained points, or
+        (`search`) over the domain and the trained points (a trained point wins ties)."""
         def best_feasible(points: np.ndarray, floor: float) -> np.ndarray | None:
             """The point of highest predicted utility above `floor` whose exact epsilon is <= target."""
             utility, _ = self.predict(points)
@@ -415,7 +439,7 @@ class FrontQuery:
             return None
 
         best = None
-        if not trained:
+        if search:
             best = best_feasible(self._candidates(), -np.inf)
             if best is not None:
                 best = self._refine(best, lambda points, current: best_feasible(points, float(self.predict(current[None])[0][0])))
@@ -430,11 +454,11 @@ class FrontQuery:
         evaluated = self.evals[self.evals["epsilon"] <= target].sort_values("utility", ascending=False)
         return self._answer(f"epsilon <= {target:g}", best, evaluated)
 
-    def for_utility(self, target: float, trained: bool = False) -> Answer:
+    def for_utility(self, target: float, search: bool = False) -> Answer:
         """Minimise the exact epsilon subject to ONE new training reaching the target by the predictive interval
-        (its lower end >= target: at the interval's level or more), over the domain and the trained points (a
-        trained point wins ties), or (`trained`) over the trained points alone. Not the mean: a point whose mean
-        reaches the target misses it in about half of its trainings."""
+        (its lower end >= target: at the interval's level or more), over the chain's trained points, or
+        (`search`) over the domain and the trained points (a trained point wins ties). Not the mean: a point
+        whose mean reaches the target misses it in about half of its trainings."""
         def most_private(points: np.ndarray, ceiling: float) -> np.ndarray | None:
             """The point of smallest exact epsilon below `ceiling` among those whose one training reaches the target."""
             feasible = np.flatnonzero(self.interval(points)[0] >= target)
@@ -446,7 +470,7 @@ class FrontQuery:
             return points[ranked[best]] if exact[best] < ceiling else None
 
         best = None
-        if not trained:
+        if search:
             best = most_private(self._candidates(), np.inf)
             if best is not None:
                 best = self._refine(best, lambda points, current: most_private(points, self.epsilon(current)))

@@ -17,16 +17,16 @@ log = logging.getLogger(__name__)
 
 
 def answer_and_train(problem: Problem, chain: str, kind: str, target: float, settings: Settings, repeats: int,
-                     seed: int, run: int, trained: bool = False) -> pd.DataFrame:
+                     seed: int, run: int, search: bool = False) -> pd.DataFrame:
     """One row: the question, the suggestion with its exact epsilon, predicted utility and predictive
     interval for one training (interval_low, interval_high at interval_level: GP, not a guarantee), the
     nearest and best evaluated points, and the suggestion's evaluation (utility, its replications,
     failure, and `runs_in_interval`: the share of those R single trainings inside the interval).
-    With no feasible suggestion, the row has no hyperparameters and NaN utilities. `trained`: the answer is a
-    trained point of the chain (a query that steered it: `bo.answer_rounds`), its trainings in `trainings`."""
+    With no feasible suggestion, the row has no hyperparameters and NaN utilities. The answer is a trained point
+    of the chain, its trainings in `trainings` (`search`: the GP's search of the whole domain too)."""
     data = load_data(problem)
     query = FrontQuery(problem, read_frame(chain), data, settings, query_rng(seed, problem.name, kind, target, run))
-    answer = query.for_epsilon(target, trained) if kind == "eps" else query.for_utility(target, trained)
+    answer = query.for_epsilon(target, search) if kind == "eps" else query.for_utility(target, search)
     row = {**answer.row(), "source_label": source_label(problem, data)}
     log.info("%s %s: %s", problem.name, answer.question, row)
     if answer.point is None:

@@ -60,8 +60,6 @@ def _print_point(title: str, values: dict) -> None:
 
 def front(args) -> None:
     from ..bo.propose import Settings
-    from ..bo.answer_rounds import steered
-    from ..bo.chain_round import declared_queries
     from ..bo.query import FrontQuery, front as pareto_front, query_rng
 
     config = load(args.configfile)
@@ -88,10 +86,8 @@ def front(args) -> None:
     seed = config["seed"] if args.seed is None else args.seed
     # the `query` rule's seed rule: the same question on the same chain gets the rule's answer
     settings = Settings.from_config(config["dpareto"], config["statistics"])
-    declared = declared_queries(config["problems"].get(args.problem, {}).get("queries"))
-    trained = args.trained or steered(kind, float(target), declared, settings.query_every)
     query = FrontQuery(problem, evals, data, settings, query_rng(seed, problem.name, kind, float(target), args.run))
-    answer = query.for_epsilon(target, trained) if kind == "eps" else query.for_utility(target, trained)
+    answer = query.for_epsilon(target, args.search) if kind == "eps" else query.for_utility(target, args.search)
     print(f"{problem.name}, {answer.question} (delta={problem.delta:g}); {GUARANTEE}.")
     if answer.point is None:
         print(f"No hyperparameters in the domain meet {answer.question} by the GP's prediction and the exact oracle "
