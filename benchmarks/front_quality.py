@@ -58,6 +58,7 @@ from dataclasses import replace  # noqa: E402
 from dptradeoff.bo.propose import Context, DPareto, Settings  # noqa: E402
 from dptradeoff.peers import PEERS  # noqa: E402
 from dptradeoff.problems import get_problem  # noqa: E402
+from dptradeoff.io import read_frame  # noqa: E402
 from dptradeoff.problems.evaluate import evaluate, load_data  # noqa: E402
 from dptradeoff.problems.traces import TraceSettings  # noqa: E402
 from dptradeoff.seeds import derive_seed, rng  # noqa: E402
@@ -221,7 +222,7 @@ def cached(path: str, compute) -> pd.DataFrame:
         frame = compute()
         frame.to_parquet(path + ".tmp")
         os.replace(path + ".tmp", path)
-    return pd.read_parquet(path)
+    return read_frame(path)
 
 
 def best_known_region(name, problem, oracle_of, files, metric_settings, floor, count: int) -> float:
@@ -235,7 +236,7 @@ def best_known_region(name, problem, oracle_of, files, metric_settings, floor, c
         return oracle(points, traced=True)
 
     pool = [cached(f"front_quality/{name}_best_known_random_{count}.parquet", random_points)]
-    pool += [pd.read_parquet(f) for f in files]
+    pool += [read_frame(f) for f in files]
     pool = pd.concat([f[["epsilon", "error"]] for f in pool], ignore_index=True)
     region = next(m for m in metric_settings.metrics(floor) if m.name == "region")
     return region.value(pool["epsilon"], pool["error"])
@@ -307,12 +308,12 @@ def main() -> None:
                                        args.best_known_random)
         targets = {}
         for (method, seed), (path, budget) in files.items():
-            evals = pd.read_parquet(path)
+            evals = read_frame(path)
             if method == DEFAULT:
                 region = next(m for m in metric_settings.metrics(floor) if m.name == "region")
                 targets[seed] = region.value(evals["epsilon"], evals["error"])
         for (method, seed), (path, budget) in files.items():
-            evals = pd.read_parquet(path)
+            evals = read_frame(path)
             rows.append({"problem": name, "method": method, "seed": seed, "floor": floor, "budget": budget,
                          "best_known": best_known,
                          **summarise(evals, metric_settings, floor, budget, targets[seed], best_known)})

@@ -218,3 +218,80 @@ def test_a_front_where_nothing_beats_the_trivial_predictor_gets_a_loud_warning()
     assert trivial_warning(nothing, (0.76, "majority class / trivial predictor")).startswith(
         "WARNING: no evaluated point beats the majority class / trivial predictor (utility 0.76)")
     assert trivial_warning(nothing, None) == ""
+
+
+def _front(monkeypatch, utility: str, errors: tuple[float, float], out: str | None = None):
+    """The front figure of 40 points whose errors fall from errors[1] to errors[0] as epsilon grows (log-spaced),
+    and its caption (what `save` got); the PDF written to `out` where given (its layout as saved)."""
+    from dptradeoff.plots import common, front
+
+    captions = []
+
+    def capture(fig, path, caption, sources, config):
+        captions.append(caption)
+        if out:
+            common.save(fig, out, caption, sources, config)
+
+    monkeypatch.setattr(front, "save", capture)
+    eps = np.logspace(-2, 1.5, 40)
+    error = np.logspace(np.log10(errors[1]), np.log10(errors[0]), 40)
+    frame = pd.DataFrame({"index": np.arange(40), "method": "random", "epsilon": eps, "utility": 1 - error, "error": error,
+                          "utility_min": 1 - error, "utility_max": 1 - error, "repeats": 3, "source_label": "test data"})
+    fig = front.front_figure("laplace-mean", utility, {"random": frame.iloc[:20], "dpareto": frame.iloc[20:]}, [],
+                             "unused.pdf", "test config", (0.0, "trivial predictor (utility_floor)"))
+    return fig, captions[0]
+
+
+@pytest.mark.parametrize("utility, label", [
+    ("accuracy", "1 − accuracy"), ("F1", "1 − F1"), ("test accuracy", "1 − test accuracy"),
+    ("1 - |error|/100", "|error|/100 = 1 − utility"), ("1 − mse", "mse = 1 − utility"),
+    ("1 - a + b", "1 − (1 - a + b)"), ("exp(-mse)", "1 − (exp(-mse))"), ("", "1 − utility"),
+])
+def test_the_error_axis_reads_right_for_any_utility_description(monkeypatch, utility, label):
+    """A description that is a formula is not prefixed again: 1 − (1 − X) is X (issue 44: '1 − 1 - |error|/100')."""
+    from dptradeoff.plots.common import error_label
+
+    assert error_label(utility) == label
+    fig, _ = _front(monkeypatch, utility, (0.1, 0.3))
+    assert fig.axes[0].get_ylabel() == label
+
+
+def test_the_oracles_utility_description_labels_the_front_of_the_laplace_example(tmp_path):
+    from dptradeoff.plots.common import error_label
+
+    (tmp_path / "ages.csv").write_text("age\n" + "\n".join(str(20 + i % 50) for i in range(200)) + "\n")
+    problem = resolve_user(tmp_path / "ages.csv")
+    assert problem.utility == "1 - |error|/100" and error_label(problem.utility) == "|error|/100 = 1 − utility"
+
+
+def resolve_user(csv):
+    from dptradeoff.problems import resolve
+
+    example = Path(__file__).parent.parent / "examples" / "laplace_mean.py"
+    return resolve("laplace-mean", {"oracle": f"{example}:ClampedLaplaceMean", "options": {"csv": str(csv)},
+                                    "domain": {"scale": {"low": 0.001, "high": 10, "log": True},
+                                               "lower": {"low": 0, "high": 35}, "upper": {"low": 40, "high": 120}}})
+
+
+@pytest.mark.parametrize("errors, log", [((2e-4, 0.1), True), ((0.1, 0.3), False), ((0.05, 0.5), False),
+                                         ((0.049, 0.5), True)])
+def test_a_front_spanning_more_than_a_decade_of_error_is_drawn_on_a_log_error_axis(monkeypatch, errors, log):
+    """Errors 2e-4 to 0.1 on a linear axis lie flat along 0; the rule (largest front error more than ten times
+    the smallest) is stated in the caption with the span, and epsilon stays on a log axis."""
+    fig, caption = _front(monkeypatch, "1 - |error|/100", errors)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    assert ax.get_yscale() == ("log" if log else "linear")
+    assert ("Error on a log axis: the front's errors span more than a decade" in caption) == log
+    assert ax.get_ylabel().endswith("(log scale)") == log
+
+
+def test_the_front_legend_lies_beside_the_axes_never_over_a_point(monkeypatch, tmp_path):
+    """The legend of a crowded front (points in every corner) is drawn outside the axes: its box and the axes'
+    do not overlap in the saved layout, and it stays inside the figure."""
+    fig, _ = _front(monkeypatch, "accuracy", (0.1, 0.9), str(tmp_path / "front.pdf"))
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend, frame = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    assert legend.x0 >= frame.x1 or legend.x1 <= frame.x0 or legend.y0 >= frame.y1 or legend.y1 <= frame.y0
+    assert legend.x1 <= fig.bbox.x1 + 1       # and inside the figure

@@ -121,6 +121,44 @@ def test_every_row_states_the_neighbouring_relation_of_its_epsilon():
         == "add/remove-one (Opacus's relation)"
 
 
+SECURE = str(HERE / "user_problems" / "secure_noise.py") + ":SecureLaplaceMean"
+SCALE = {"scale": {"low": 0.001, "high": 1.0, "log": True}}
+
+
+def test_an_oracle_with_its_own_noise_generator_says_its_rows_replay_in_distribution_not_bit_for_bit():
+    """`seedable = False` (a library's secure noise, which the pipeline's seed cannot reach) reaches every row
+    (`seedable`, and the source label every table and figure prints) and the files' provenance; a seedable
+    oracle's rows replay bit for bit from their seeds and say so."""
+    from dptradeoff.problems.evaluate import NOT_SEEDABLE, replay_provenance
+
+    secure = resolve("secure", {"oracle": SECURE, "domain": SCALE})
+    assert secure.utility == "1 - |error|/100"            # the oracle's utility_description, no `utility:` key
+    point = pd.DataFrame([{"scale": 0.05}])
+    first, second = (evaluate(secure, point, None, 3, config_seed=1, method="random", run=0) for _ in range(2))
+    assert (~first["seedable"]).all() and NOT_SEEDABLE in first["source_label"].iloc[0]
+    assert first["seed"].tolist() == second["seed"].tolist()
+    assert first["utility_runs"].iloc[0] != second["utility_runs"].iloc[0]     # the same seed, other noise
+    assert replay_provenance(secure) == {"seedable": False, "replay": first["source_label"].iloc[0].split("; ")[-1]}
+
+    plain = resolve("m", entry())
+    again = [evaluate(plain, pd.DataFrame([{"sigma": 0.1, "clip": 0.4}]), None, 3, 1, "random", 0) for _ in range(2)]
+    assert again[0]["seedable"].all() and NOT_SEEDABLE not in again[0]["source_label"].iloc[0]
+    assert again[0]["utility_runs"].iloc[0] == again[1]["utility_runs"].iloc[0]
+    assert replay_provenance(plain)["seedable"] is True
+
+
+def test_the_config_marks_an_oracle_not_seedable_but_cannot_make_one_seedable():
+    assert resolve("m", entry(seedable=False)).oracle.seedable is False
+    assert resolve("m", entry(seedable=True)).oracle.seedable is True
+    with pytest.raises(UserError, match=r"^problems\.secure\.seedable is true but .* sets seedable = False .*; remove "
+                                        r"the key\.$"):
+        resolve("secure", {"oracle": SECURE, "domain": SCALE, "seedable": True})
+    with pytest.raises(UserError, match=r"^problems\.m\.seedable is 'no'; give true or false\.$"):
+        resolve("m", entry(seedable="no"))
+    with pytest.raises(UserError, match=r"only a problem of your own takes"):
+        resolve("adult-logreg-sgd", {"seedable": False})
+
+
 def test_evaluate_knows_no_algorithm_by_name():
     """The oracles come from the problem: no branch on a model or problem name in evaluate.py."""
     source = inspect.getsource(evaluate_module)

@@ -10,6 +10,12 @@ timing aside.
 
 Timing is any column, metadata key or table header naming seconds, wall time, elapsed time or a
 duration (`TIMING`): it measures the machine, not the result.
+
+A problem whose oracle is not seedable (`seedable = False`: its noise comes from a generator of its own)
+replays in distribution, not bit for bit: its evaluation files say so in their provenance (`seedable`).
+A difference in a file of such a problem (its name in the file's path) or in one built from its rows
+(the replay note, `problems.evaluate.NOT_SEEDABLE`, in its text or PDF metadata) is listed apart, as
+expected, and is no failure.
 """
 from __future__ import annotations
 
@@ -19,6 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
+
+from .problems.evaluate import NOT_SEEDABLE
 
 FOLDERS = ("results", "tables", "figures")
 TIMING = re.compile(r"seconds|wall|elapsed|duration|\bs per\b|\btime\b", re.IGNORECASE)
@@ -82,11 +90,51 @@ def _same(a: Path, b: Path) -> bool:
     return a.read_bytes() == b.read_bytes()
 
 
-def compare(before: Path, after: Path) -> tuple[int, list[str]]:
-    """(files compared, one line per difference)."""
+def not_seedable(root: Path) -> set[str]:
+    """The problems whose evaluation files under `root`/results record an oracle that is not seedable."""
+    problems = set()
+    for path in (root / "results").rglob("*.parquet") if (root / "results").is_dir() else []:
+        try:
+            meta = json.loads((pq.read_schema(path).metadata or {}).get(b"dptradeoff", b"{}"))
+        except Exception:   # an unreadable file is compared (and reported) as it is
+            continue
+        if meta.get("seedable") is False and meta.get("problem"):
+            problems.add(str(meta["problem"]))
+    return problems
+
+
+def _names_problem(path: Path, problems: set[str]) -> str | None:
+    """The problem of `problems` that `path` (relative to a run) belongs to: a folder of that name, or a file
+    named <problem> or ...-<problem> (figures/front-<problem>.pdf, tables/audit-<problem>.csv)."""
+    for problem in problems:
+        if problem in path.parts[:-1] or path.stem == problem or path.stem.endswith(f"-{problem}"):
+            return problem
+    return None
+
+
+def _says_not_seedable(path: Path) -> bool:
+    """Whether a file built from a non-seedable oracle's rows says so (the replay note, as text or in a
+    PDF's UTF-16 metadata)."""
+    data = path.read_bytes()
+    return NOT_SEEDABLE.encode() in data or NOT_SEEDABLE.encode("utf-16-be") in data
+
+
+def compare(before: Path, after: Path) -> tuple[int, list[str], list[str]]:
+    """(files compared, one line per difference, one line per difference of a problem whose oracle is not
+    seedable: expected, since its rows replay in distribution, not bit for bit)."""
     files_before, files_after = _files(before), _files(after)
     differences = [f"only in {before}: {p}" for p in sorted(files_before - files_after)]
     differences += [f"only in {after}: {p}" for p in sorted(files_after - files_before)]
     common = sorted(files_before & files_after)
-    differences += [f"differs: {p}" for p in common if not _same(before / p, after / p)]
-    return len(common), differences
+    problems = not_seedable(before) | not_seedable(after)
+    in_distribution = []
+    for p in common:
+        if _same(before / p, after / p):
+            continue
+        problem = _names_problem(p, problems)
+        if problem is not None or _says_not_seedable(before / p) or _says_not_seedable(after / p):
+            owner = f"{problem}'s oracle is" if problem else "built from rows of an oracle"
+            in_distribution.append(f"differs, as expected: {p} ({owner} not seedable: {NOT_SEEDABLE})")
+        else:
+            differences.append(f"differs: {p}")
+    return len(common), differences, in_distribution

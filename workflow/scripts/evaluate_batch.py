@@ -4,7 +4,7 @@ limit_threads(snakemake.threads)
 
 from dptradeoff.problems import resolve  # noqa: E402
 from dptradeoff.problems.batches import Batches  # noqa: E402
-from dptradeoff.problems.evaluate import evaluate, load_data, source_label  # noqa: E402
+from dptradeoff.problems.evaluate import evaluate, load_data, replay_provenance, source_label  # noqa: E402
 from dptradeoff.problems.tables import read_frame, write_frame  # noqa: E402
 
 with rule_context(snakemake):
@@ -16,4 +16,4 @@ with rule_context(snakemake):
     rows = evaluate(problem, points, data, p.repeats, p.seed, w.method, int(w.run), batches.first(batch), p.traces)
     write_frame(rows, snakemake.output[0], {"problem": w.problem, "method": w.method, "run": int(w.run),
                                             "definition": p.problem, "repeats": p.repeats, "seed": p.seed,
-                                            "source_label": source_label(problem, data)})
+                                            "source_label": source_label(problem, data), **replay_provenance(problem)})

@@ -3,7 +3,7 @@ import logging
 from dptradeoff.audit.study import recorded_violation
 from dptradeoff.plots.front import front_figure, front_table, trivial_predictor, trivial_warning
 from dptradeoff.problems import resolve
-from dptradeoff.problems.evaluate import load_data
+from dptradeoff.problems.evaluate import REPLAY_NOTE, load_data, seedable
 from dptradeoff.problems.tables import read_frame
 from dptradeoff.stats.tables import write
 from dptradeoff.workflow_support import rule_context
@@ -21,8 +21,9 @@ with rule_context(snakemake):
         logging.getLogger("dptradeoff").warning("%s: %s", w.problem, warning)
     floor = (f" The {trivial[1]}'s utility is {trivial[0]:.4g} (error {1 - trivial[0]:.4g}): a front point is worth "
              f"having only below that error." if trivial else " The trivial predictor's utility is not known.")
+    replay = "" if seedable(problem) else f" {REPLAY_NOTE[0].upper()}{REPLAY_NOTE[1:]}."
     write(front_table(problem, evaluations, queries), snakemake.output.csv, snakemake.output.md,
           f"{w.problem}: the front of every evaluated point ({', '.join(evaluations)}; method: the one that found the "
           f"point; epsilon exact, utility the mean of the measured replications), then the query answers "
           f"(predicted_utility: GP prediction, not a guarantee; utility: measured by training the suggestion).{floor} "
-          f"Config: {p.config_label}." + (f" {warning}" if warning else ""))
+          f"Config: {p.config_label}.{replay}" + (f" {warning}" if warning else ""))

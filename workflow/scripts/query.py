@@ -5,6 +5,7 @@ limit_threads(snakemake.threads)
 from dptradeoff.bo.query import INTERVAL_LABEL  # noqa: E402
 from dptradeoff.bo.query_round import answer_and_train  # noqa: E402
 from dptradeoff.problems import resolve  # noqa: E402
+from dptradeoff.problems.evaluate import replay_provenance  # noqa: E402
 from dptradeoff.problems.tables import write_frame  # noqa: E402
 
 with rule_context(snakemake):
@@ -13,6 +14,6 @@ with rule_context(snakemake):
     row = answer_and_train(problem, snakemake.input.chain, w.kind, float(w.target), p.settings, p.repeats, p.seed, 0)
     write_frame(row, snakemake.output[0], {"problem": w.problem, "question": row["question"].iloc[0],
                                            "definition": p.problem, "repeats": p.repeats,
-                                           "source_label": row["source_label"].iloc[0],
+                                           "source_label": row["source_label"].iloc[0], **replay_provenance(problem),
                                            "interval": f"interval_low, interval_high: {INTERVAL_LABEL} at "
                                                        f"interval_level {row['interval_level'].iloc[0]:g}"})

@@ -33,7 +33,7 @@ import threadpoolctl
 from .. import UserError, paths
 from ..io import read_provenance
 from ..problems import resolve, succeeded
-from ..problems.evaluate import evaluate, load_data, source_label
+from ..problems.evaluate import evaluate, load_data, replay_provenance, source_label
 from ..problems.tables import read_frame, write_frame
 from ..workflow_support import sentence_only, thread_log
 from . import gp
@@ -171,7 +171,7 @@ def evaluate_point(*, method: str, problem: str, definition: dict | None, conver
             rows["job_seconds"] = time.perf_counter() - start   # the whole evaluation as Snakemake runs it
             write_frame(rows, output, {"problem": problem, "method": method, "run": run, "chain": chain,
                                        "repeats": repeats, "definition": definition,
-                                       "source_label": source_label(chosen, data)})
+                                       "source_label": source_label(chosen, data), **replay_provenance(chosen)})
         except UserError as exc:
             logging.getLogger(__name__).error("%s", exc)
             raise

@@ -75,6 +75,10 @@ def front(args) -> None:
     audited = recorded_violation(args.problem, paths.table(f"audit-{args.problem}", "csv"))
     if audited:
         print(audited)
+    from ..problems.evaluate import REPLAY_NOTE, seedable
+
+    if not seedable(problem):
+        print(f"{problem.name}: {REPLAY_NOTE}.")
     if args.epsilon is None and args.utility is None:
         table = pareto_front(problem, everything)
         print(f"Pareto front of {problem.name} (every evaluated point of run {args.run}, {len(everything)} evaluations: "

@@ -5,6 +5,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import re  # noqa: E402
+import textwrap  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
@@ -23,6 +26,40 @@ def front_line(ax, points: np.ndarray, **style):
     return front
 
 
+_NAME = re.compile(r"[^\W\d][\w\s.'-]*")               # accuracy, F1, test accuracy, macro-F1
+_ONE_MINUS = re.compile(r"\s*1\s*[-−]\s*(?P<rest>.+?)\s*$")   # 1 - X, 1 − X, 1-X
+
+
+def _top_level_sum(text: str) -> bool:
+    """Whether `text` has a + or - outside brackets and |...| (then 1 - (text) is not 1 - text)."""
+    depth, bars = 0, 0
+    for position, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "|":
+            bars ^= 1
+        elif char in "+-−" and depth == 0 and not bars and position > 0 and text[position - 1] not in "eE(":
+            return True
+    return False
+
+
+def error_label(utility: str) -> str:
+    """The axis label of error = 1 − utility, for a utility described as `utility` (`problems.<name>.utility`):
+    "1 − accuracy" for a name; the rest X for a description "1 - X" whose X is one term (1 − (1 − X) = X),
+    as "X = 1 − utility"; "1 − (description)" for any other formula."""
+    text = " ".join(str(utility).split())
+    if not text:
+        return "1 − utility"
+    if _NAME.fullmatch(text):
+        return f"1 − {text}"
+    one_minus = _ONE_MINUS.fullmatch(text)
+    if one_minus and not _top_level_sum(one_minus["rest"]):
+        return f"{one_minus['rest']} = 1 − utility"
+    return f"1 − ({text})"
+
+
 def provenance_text(sources: list[str], config: str) -> str:
     unique = sorted(set(s for s in sources if s))
     return "Data: " + "; ".join(unique) + f"  |  config: {config}"
@@ -30,9 +67,10 @@ def provenance_text(sources: list[str], config: str) -> str:
 
 def save(fig, path: str, caption: str, sources: list[str], config: str) -> None:
     """Write the figure as PDF atomically, the caption as its title, the data sources and config in a
-    footer and in the PDF metadata (Subject: caption and provenance). No CreationDate: the file's bytes
+    footer and in the PDF metadata (Subject: caption and provenance); the title wraps to the figure's width.
+    No CreationDate: the file's bytes
     are its figure's alone (a release's figure must not date its run, docs/release.md)."""
-    fig.suptitle(caption, fontsize=9)
+    fig.suptitle(textwrap.fill(caption, width=max(40, int(fig.get_figwidth() * 17))), fontsize=9)
     text = provenance_text(sources, config)
     fig.tight_layout(rect=(0, 0.03, 1, 0.95))  # room for the suptitle and the footer
     fig.text(0.01, 0.005, text, fontsize=6, color="0.35", ha="left", va="bottom", wrap=True)

@@ -9,11 +9,24 @@ import pandas as pd
 from ..problems.tables import succeeded
 from ..study import every_point
 from ..stats.hypervolume import objectives
-from .common import front_line, save
+from .common import error_label, front_line, save
 
 METHOD_STYLES = {"random": ("0.6", "random sampling"), "uniform": ("0.8", "uniform random"), "dpareto": ("C0", "DPareto"),
                  "optuna-tpe": ("C2", "Optuna TPE"), "optuna-gp": ("C3", "Optuna GP"), "botorch": ("C4", "BoTorch qLogNEHVI"),
                  "comparison": ("0.85", "Table 2's random sample")}   # a grid<k>: grey, named as its folder
+
+
+# The error axis is logarithmic where the front's errors span more than this factor (a decade): on a
+# linear axis such a front lies flat along 0 (e.g. errors 2e-4 to 0.1).
+LOG_ERROR_SPAN = 10.0
+
+
+def log_error_axis(front: np.ndarray) -> bool:
+    """Whether a front (rows of epsilon, error) is drawn on a log error axis: every error on it is > 0 and
+    the largest is more than LOG_ERROR_SPAN times the smallest."""
+    errors = np.asarray(front, dtype=float).reshape(-1, 2)[:, 1] if len(front) else np.array([])
+    errors = errors[np.isfinite(errors)]
+    return bool(len(errors) and errors.min() > 0 and errors.max() > LOG_ERROR_SPAN * errors.min())
 
 
 def _trainings(count: int) -> str:
@@ -62,7 +75,7 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
     """The figure (returned, its file written to `out`): every evaluated point by the method that found
     it (`evaluations`: method -> its file's rows, `study.every_point`), their front, the query answers,
     and, where `trivial` (`trivial_predictor`) is known, the trivial predictor's error as a line."""
-    fig, ax = plt.subplots(figsize=(6.5, 4.8))
+    fig, ax = plt.subplots(figsize=(9.5, 4.8))
     found = every_point(evaluations)
     for method in dict.fromkeys([*evaluations, *found["method"]]):
         color, label = METHOD_STYLES.get(method, ("C7", method))
@@ -74,7 +87,7 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
         ax.scatter(ok["epsilon"], ok["error"], s=9, color=color, alpha=0.7,
                    label=f"{label} ({len(ok)} points{f', {failed} failed' if failed else ''})")
     everything = pd.concat([succeeded(f) for f in evaluations.values()], ignore_index=True)
-    front_line(ax, objectives(everything), color="k", lw=1.5, label="front of every evaluated point")
+    drawn = front_line(ax, objectives(everything), color="k", lw=1.5, label="front of every evaluated point")
     for i, answer in enumerate(queries):
         row = answer.iloc[0]
         color = f"C{(i % 8) + 1}"
@@ -92,12 +105,19 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
     if trivial is not None:
         ax.axhline(1.0 - trivial[0], color="0.3", ls="--", lw=1, label=f"{trivial[1]}: {1.0 - trivial[0]:.3g}")
     ax.set_xscale("log")
+    log_error = log_error_axis(drawn)
+    if log_error:
+        ax.set_yscale("log")
     ax.set_xlabel("ε (exact, from the privacy oracle)")
-    ax.set_ylabel(f"1 − {utility}")
-    ax.legend(fontsize=6, loc="best", framealpha=0.8)
+    ax.set_ylabel(error_label(utility) + (" (log scale)" if log_error else ""))
+    # beside the axes, never over a point
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, framealpha=0.8)
     caption = (f"The privacy-utility front of {problem}: evaluated points, their front, and the answers to front "
                f"queries (open: the GP's predicted utility with its predictive interval for one training, GP, not a "
-               f"guarantee; filled: measured, min-max of the trainings).")
+               f"guarantee; filled: measured, min-max of the trainings). ε on a log axis.")
+    if log_error:
+        caption += (f" Error on a log axis: the front's errors span more than a decade ({drawn[:, 1].min():.2g} to "
+                    f"{drawn[:, 1].max():.2g}).")
     if trivial is not None:
         caption += f" Dashed: the error of the {trivial[1]}, {1.0 - trivial[0]:.4g}."
     sources = [s for f in evaluations.values() for s in f["source_label"].tolist()]

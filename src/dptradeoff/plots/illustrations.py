@@ -8,7 +8,7 @@ from matplotlib.colors import LogNorm
 
 from ..bo.pareto import pareto_mask
 from ..problems import get_problem
-from .common import front_line, save
+from .common import error_label, front_line, save
 
 LABELS = {"gamma": "regularisation γ", "sigma": "noise σ", "bound": "answer bound C", "b": "noise b"}
 ERROR_NAMES = {"accuracy": "classification error", "F1": "1 − F1"}
@@ -55,7 +55,7 @@ def oracles_figure(grid: pd.DataFrame, out: str, name: str, config: str) -> None
     front_line(ax, pts, color="C3", lw=2, label="exact Pareto front")
     ax.set_xscale("log")
     ax.set_xlabel("ε")
-    ax.set_ylabel(f"1 − {utility}")
+    ax.set_ylabel(error_label(utility))
     ax.set_title("Pareto front")
     ax.legend()
     ax = axes[1, 1]

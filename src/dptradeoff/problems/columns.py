@@ -6,7 +6,7 @@ from __future__ import annotations
 # What `evaluate` writes for every point (tests compare this with a real row's columns).
 EVALUATION_COLUMNS = frozenset({
     "problem", "method", "run", "index", "epsilon", "delta", "conversion", "neighbouring", "utility", "error",
-    "utility_min", "utility_max", "utility_runs", "repeats", "failure", "seed", "batch_seed", "trace_final",
+    "utility_min", "utility_max", "utility_runs", "repeats", "failure", "seed", "batch_seed", "seedable", "trace_final",
     "trace_points", "cost_epochs", "cost_examples", "wall_seconds", "data_source", "source_label", "package_version",
 })
 # What a chain's proposals and rounds add (bo/propose.py, bo/chain_round.py, peers/base.py, bo/surfaces.py).

@@ -78,8 +78,26 @@ def checked_utilities(problem: Problem, point: dict, utils, repeats: int) -> np.
     return values
 
 
+# How a row of an oracle with `seedable = False` replays: what its provenance and every output built from it say.
+NOT_SEEDABLE = "rows replay in distribution, not bit for bit"
+REPLAY_NOTE = f"noise from the oracle's own generator (seedable = False): {NOT_SEEDABLE}"
+
+
+def seedable(problem: Problem) -> bool:
+    return bool(getattr(problem.oracle, "seedable", True))
+
+
+def replay_provenance(problem: Problem) -> dict:
+    """What an evaluation file's provenance says of how its rows replay: `seedable` and `replay`."""
+    return {"seedable": seedable(problem),
+            "replay": "bit for bit from each row's seed" if seedable(problem) else REPLAY_NOTE}
+
+
 def source_label(problem: Problem, data: Data | None) -> str:
-    return data.source_label if data else f"{problem.name}: {problem.oracle.own_data}"
+    """The rows' source as every table and figure built from them prints it, with REPLAY_NOTE for an oracle
+    that is not seedable."""
+    label = data.source_label if data else f"{problem.name}: {problem.oracle.own_data}"
+    return label if seedable(problem) else f"{label}; {REPLAY_NOTE}"
 
 
 def _failure(exc: BaseException, problem: Problem, point: dict, oracle: str) -> str:
@@ -94,7 +112,9 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
     error = 1 - utility, failure (None, or what the oracle raised), seed, wall seconds, data source,
     package version, and the training it came from with the cost it added (`cost_columns`). `seed`
     is each point's own; the points of an oracle that trains a job's points together are trained
-    from one Generator seeded with `batch_seed` (None for the others).
+    from one Generator seeded with `batch_seed` (None for the others). `seedable` is the oracle's: False
+    where its noise comes from a generator of its own, so that the seed replays the row in distribution
+    only (its source_label says so too).
 
     With `traces`, a point of an oracle with a trace axis is one training that records its utilities
     at every checkpoint (`TraceSettings.checkpoints`): one row per checkpoint, each with the point's
@@ -162,7 +182,7 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
                 "utility_min": float(np.min(values)) if failure is None else math.nan,
                 "utility_max": float(np.max(values)) if failure is None else math.nan,
                 "utility_runs": [float(u) for u in values], "repeats": repeats, "failure": failure, "seed": seed,
-                "batch_seed": batch_seed, **cost,
+                "batch_seed": batch_seed, "seedable": seedable(problem), **cost,
                 "data_source": data.source if data else oracle.own_data,
                 "source_label": source_label(problem, data),
                 "package_version": __version__,

@@ -13,8 +13,9 @@ define `prepare(data) -> Data` (labels or features as its model needs them, a su
 epsilon sees is that of the prepared data). An iterative algorithm whose training of E epochs passes
 through every shorter training may declare `trace_axis` (an integer parameter, e.g. "epochs") and
 `utility_trace(point, data, rng) -> {axis value: utility}` (or `utilities_trace`): the utilities
-after each recorded value up to point[trace_axis], from one training (`problems.traces`). `Oracle` below supplies the defaults; subclassing it is
-optional.
+after each recorded value up to point[trace_axis], from one training (`problems.traces`). An oracle whose
+noise comes from a generator of its own, not from `rng`, sets `seedable = False`. `Oracle` below supplies the
+defaults; subclassing it is optional.
 """
 from __future__ import annotations
 
@@ -60,6 +61,11 @@ class Oracle(ABC):
     # The integer parameter along which one training passes through every shorter training (its
     # utilities at every checkpoint from `utilities_trace`), or None: no traces.
     trace_axis: str | None = None
+    # Every random draw of the utility oracle comes from the `rng` it is handed, so a row replays bit for bit
+    # from its seed. False: it draws noise from a generator of its own that `rng` cannot seed (OpenDP's
+    # samplers, diffprivlib's secure mode): its rows replay in distribution, not bit for bit. Every
+    # evaluation row records it (`seedable`, and `replay` in the file's provenance).
+    seedable = True
 
     def cost_seconds(self, point: dict, n: int | None) -> float | None:
         """Estimated wall seconds of one utility replication at `point` (n training rows) on one CPU

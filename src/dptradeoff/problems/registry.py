@@ -61,7 +61,7 @@ PROBLEMS: dict[str, Problem] = {
 # The keys of a `problems.<name>` config entry that define a problem (the others, repeats and
 # grids, say how a study uses it).
 DEFINITION_KEYS = ("ranges", "oracle", "options", "dataset", "delta", "utility", "domain", "sampling", "description",
-                   "environment",
+                   "environment", "seedable",
                    "rows")
 
 

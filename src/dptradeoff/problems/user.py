@@ -39,7 +39,7 @@ from .problem import Param, Problem
 from .sampling import sampler_from_config
 
 ENTRY_KEYS = {"oracle", "options", "dataset", "delta", "utility", "domain", "sampling", "description", "repeats",
-              "grids", "ranges", "queries", "utility_floor", "methods", "environment", "region"}
+              "grids", "ranges", "queries", "utility_floor", "methods", "environment", "region", "seedable"}
 PARAM_KEYS = {"low", "high", "integer", "log"}
 
 
@@ -108,6 +108,15 @@ class UserOracle(Oracle):
     def thread_safe(self) -> bool:
         """Only when the user's oracle says so: otherwise its calls are made one at a time."""
         return bool(getattr(self.target, "thread_safe", False))
+
+    # `problems.<name>.seedable: false` (`user_problem` sets it): for an oracle whose code does not say so itself.
+    seedable_in_config: bool = True
+
+    @property
+    def seedable(self) -> bool:
+        """Whether the pipeline's `rng` seeds every random draw of the oracle: its own `seedable` (default True)
+        and `problems.<name>.seedable`. False: it draws noise from a generator of its own (docs/your-algorithm.md)."""
+        return bool(getattr(self.target, "seedable", True)) and self.seedable_in_config
 
     # The user's `trace_axis` where it is a parameter of the problem's domain (`user_problem` sets it):
     # an oracle whose axis the domain fixes (e.g. through `options`) is evaluated without traces.
@@ -214,6 +223,20 @@ def _traced(name: str, spec: str, oracle: UserOracle, domain: tuple[Param, ...])
     return replace(oracle, trace_axis=axis)
 
 
+def _seedable(name: str, spec: str, oracle: UserOracle, entry: dict) -> UserOracle:
+    """The oracle with `problems.<name>.seedable` applied: false marks an oracle as drawing its own noise;
+    true cannot overrule an oracle that says `seedable = False` of itself."""
+    if "seedable" not in entry:
+        return oracle
+    value = entry["seedable"]
+    if not isinstance(value, bool):
+        raise UserError(f"problems.{name}.seedable is {value!r}; give true or false.")
+    if value and not oracle.seedable:
+        raise UserError(f"problems.{name}.seedable is true but {spec} sets seedable = False (it draws noise from a "
+                        f"generator of its own, which the pipeline's seed does not reach); remove the key.")
+    return replace(oracle, seedable_in_config=value)
+
+
 def user_problem(name: str, entry: dict) -> Problem:
     """The problem a config entry defines (every check raises a UserError naming the key)."""
     unknown = sorted(set(entry) - ENTRY_KEYS)
@@ -240,7 +263,9 @@ def user_problem(name: str, entry: dict) -> Problem:
     delta = _number(f"problems.{name}.delta", entry.get("delta", 1e-5))
     if not 0 <= delta < 1:
         raise UserError(f"problems.{name}.delta is {delta}; give a delta in [0, 1).")
-    oracle = _traced(name, entry["oracle"], _oracle(name, entry), domain)
+    oracle = _seedable(name, entry["oracle"], _traced(name, entry["oracle"], _oracle(name, entry), domain), entry)
+    # what the utility measures (axis labels): the config's `utility`, else the oracle's `utility_description`
+    utility = entry.get("utility", getattr(oracle.target, "utility_description", "accuracy"))
     return Problem(name=name, dataset=dataset, oracle=oracle, domain=domain, samplers=samplers,
-                   delta=delta, utility=str(entry.get("utility", "accuracy")), default_repeats=1,
+                   delta=delta, utility=str(utility), default_repeats=1,
                    description=str(entry.get("description", entry["oracle"])))

@@ -94,7 +94,7 @@ def event_description(event):
 class Worker:
     METHODS = ("epsilon", "epsilons", "utility", "utilities", "utility_trace", "prepare", "trivial_utility", "cost_seconds",
                "event", "train", "score", "losses", "weights", "calibrate")
-    ATTRIBUTES = ("trace_axis", "neighbouring", "uses_gpu", "thread_safe")
+    ATTRIBUTES = ("trace_axis", "neighbouring", "uses_gpu", "thread_safe", "seedable", "utility_description")
 
     def __init__(self):
         self.target = None

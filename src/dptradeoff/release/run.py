@@ -26,7 +26,7 @@ import pandas as pd
 from .. import UserError, __version__, paths
 from ..io import atomic_path, write_frame
 from ..privacy.accountant import Accountant
-from ..problems.evaluate import load_data
+from ..problems.evaluate import load_data, seedable
 from ..problems.oracle import Data
 from ..problems.problem import Problem
 from ..problems.rows import RowSplit
@@ -143,7 +143,9 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
                       "neighbouring": f"{oracle_neighbouring(problem)}, per part: neighbouring private datasets differ "
                                       f"in one row of the training rows or one row of the validation rows (the split, by "
                                       f"position and seed, and the row counts are treated as public)",
-                      "randomness": RANDOMNESS[settings.randomness],
+                      "randomness": RANDOMNESS[settings.randomness] + (
+                          "" if seedable(problem) else "; the oracle's training noise excepted: it comes from the "
+                          "oracle's own generator (seedable = False), which no seed here reaches"),
                       "accounting": "RDP: trial = random choice among the candidates (largest RDP at each order) of "
                                     "training + Gaussian score; RepeatAndSelectDpEvent (Papernot & Steinke 2022, Thm 2); "
                                     f"converted by {accountant.conversion.name}",
