@@ -45,6 +45,7 @@ rule front_report:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         evaluations=lambda wildcards: front_evaluations(wildcards.problem),
         utility_floor=lambda wildcards: problem_settings(wildcards.problem).get("utility_floor"),
+        metrics=METRIC_SETTINGS,
         config_label=config_label(),
     localrule: True
     log:

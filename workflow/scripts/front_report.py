@@ -1,5 +1,7 @@
 import logging
 
+import pandas as pd
+
 from dptradeoff.audit.study import recorded_violation
 from dptradeoff.plots.front import front_figure, front_table, trivial_predictor, trivial_warning
 from dptradeoff.problems import resolve
@@ -14,7 +16,11 @@ with rule_context(snakemake):
     evaluations = {method: read_frame(path) for method, path in p.evaluations.items()}
     queries = [read_frame(path) for path in i.queries]
     trivial = trivial_predictor(problem, load_data(problem), p.utility_floor)
-    front_figure(w.problem, problem.utility, evaluations, queries, snakemake.output.figure, p.config_label, trivial)
+    error_floor = 1.0 - trivial[0] if trivial is not None else 1.0
+    pooled = pd.concat(evaluations.values(), ignore_index=True)   # every method's rows: the metrics' region
+    region = (p.metrics.region(error_floor, w.problem, pooled), p.metrics.region_how(w.problem))
+    front_figure(w.problem, problem.utility, evaluations, queries, snakemake.output.figure, p.config_label, trivial,
+                 region)
     warnings = [recorded_violation(w.problem, path) for path in i.audit] + [trivial_warning(evaluations, trivial)]
     warning = " ".join(text for text in warnings if text)
     if warning:
@@ -25,5 +31,7 @@ with rule_context(snakemake):
     write(front_table(problem, evaluations, queries), snakemake.output.csv, snakemake.output.md,
           f"{w.problem}: the front of every evaluated point ({', '.join(evaluations)}; method: the one that found the "
           f"point; epsilon exact, utility the mean of the measured replications), then the query answers "
-          f"(predicted_utility: GP prediction, not a guarantee; utility: measured by training the suggestion).{floor} "
+          f"(predicted_utility: GP prediction, not a guarantee; trainings: the chain's measured trainings of the "
+          f"answer; utility: measured by training the answer again).{floor} Region of interest: "
+          f"{p.metrics.region_label(w.problem, pooled, region[0].error_floor)}. "
           f"Config: {p.config_label}.{replay}" + (f" {warning}" if warning else ""))

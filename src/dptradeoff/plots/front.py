@@ -71,11 +71,15 @@ def _predicted_bar(row) -> tuple[float, float, str]:
 
 
 def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame], queries: list[pd.DataFrame],
-                 out: str, config: str, trivial: tuple[float, str] | None = None):
+                 out: str, config: str, trivial: tuple[float, str] | None = None, region: tuple | None = None):
     """The figure (returned, its file written to `out`): every evaluated point by the method that found
     it (`evaluations`: method -> its file's rows, `study.every_point`), their front, the query answers,
-    and, where `trivial` (`trivial_predictor`) is known, the trivial predictor's error as a line."""
+    where `trivial` (`trivial_predictor`) is known the trivial predictor's error as a line, and where `region`
+    ((`front_metrics.Region`, how it was chosen)) is given the problem's region of interest as a band."""
     fig, ax = plt.subplots(figsize=(9.5, 4.8))
+    if region is not None:
+        ax.axvspan(region[0].epsilon_low, region[0].epsilon_high, color="0.93", zorder=0,
+                   label=f"region of interest ({region[1]}): ε in [{region[0].epsilon_low:.2g}, {region[0].epsilon_high:.2g}]")
     found = every_point(evaluations)
     for method in dict.fromkeys([*evaluations, *found["method"]]):
         color, label = METHOD_STYLES.get(method, ("C7", method))
@@ -120,6 +124,9 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
                     f"{drawn[:, 1].max():.2g}).")
     if trivial is not None:
         caption += f" Dashed: the error of the {trivial[1]}, {1.0 - trivial[0]:.4g}."
+    if region is not None:
+        caption += (f" Shaded: the problem's region of interest ({region[1]}), ε in [{region[0].epsilon_low:.3g}, "
+                    f"{region[0].epsilon_high:.3g}], where the search spends its budget and the front metrics count.")
     sources = [s for f in evaluations.values() for s in f["source_label"].tolist()]
     save(fig, out, caption, sources, config)
     plt.close(fig)
@@ -129,7 +136,9 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
 def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.DataFrame]) -> pd.DataFrame:
     """The front of every evaluated point (hyperparameters, epsilon, utility, which method found it),
     then one row per query answer (suggestion, exact epsilon, predicted utility with its predictive interval
-    for one training (GP, not a guarantee), realised utility and the share of its trainings inside it)."""
+    for one training (GP, not a guarantee), the chain's trainings of the point, realised utility of its
+    retrainings, the share of them inside the interval (utility answers: reaching the target), and the domain
+    bounds it sits at)."""
     from ..bo.query import front
 
     table = front(problem, every_point(evaluations)).assign(kind="front")
@@ -141,9 +150,10 @@ def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.
                                    "utility_max": row["utility_max"], "predicted_utility": row["predicted_utility"],
                                    "predicted_sd": row["predicted_sd"],
                                    **{k: row.get(k) for k in ("interval_low", "interval_high", "interval_level",
-                                                              "runs_in_interval")},
+                                                              "runs_in_interval", "runs_reaching_target", "edge")},
+                                   "trainings": ", ".join(f"{u:.4f}" for u in (row.get("trainings") or [])),
                                    "method": "query"}]))
     out = pd.concat(rows, ignore_index=True)
     first = ["kind", "epsilon", "utility", "predicted_utility", "predicted_sd", "interval_low", "interval_high",
-             "interval_level", "runs_in_interval", "utility_min", "utility_max"]
+             "interval_level", "runs_in_interval", "runs_reaching_target", "trainings", "edge", "utility_min", "utility_max"]
     return out[[c for c in first if c in out] + [c for c in out if c not in first]].replace({np.nan: None})

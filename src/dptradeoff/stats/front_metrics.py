@@ -263,11 +263,16 @@ class MetricSettings:
         epsilon, error = (points["epsilon"], points["error"]) if points is not None else ((), ())
         return rule.region(epsilon, error, error_floor, None, self.query_epsilons.get(problem, ()))
 
+    def region_how(self, problem: str | None = None) -> str:
+        """How the problem's region is chosen: its rule's name, or statistics.region."""
+        rule = self.rules.get(problem)
+        return rule.name if rule is not None else "statistics.region"
+
     def region_label(self, problem: str | None = None, points=None, error_floor: float = 1.0) -> str:
         """The problem's region for a caption: its epsilon range and how it was chosen."""
-        region, rule = self.region(error_floor, problem, points), self.rules.get(problem)
-        how = rule.name if rule is not None else "statistics.region"
-        return f"epsilon in [{region.epsilon_low:.3g}, {region.epsilon_high:.3g}] ({how}), error below {region.error_floor:.3g}"
+        region = self.region(error_floor, problem, points)
+        return (f"epsilon in [{region.epsilon_low:.3g}, {region.epsilon_high:.3g}] ({self.region_how(problem)}), "
+                f"error below {region.error_floor:.3g}")
 
     def metrics(self, error_floor: float, problem: str | None = None, points=None) -> list[FrontMetric]:
         return metrics(self.names, self.region(error_floor, problem, points), self.levels)
