@@ -67,7 +67,7 @@ def test_an_importable_package_object_is_an_oracle():
     ({"domain": {"k": {"low": 0.5, "high": 3, "integer": True}}}, r"problems\.p\.domain\.k is an integer parameter"),
     ({"sampling": {"clip": {"kind": "gamma", "low": 0.1, "high": 1}}}, r"problems\.p\.sampling\.clip\.kind is 'gamma'"),
     ({"sampling": {"nope": {"kind": "uniform", "low": 0.1, "high": 1}}}, r"problems\.p\.sampling names \['nope'\]"),
-    ({"dataset": "cifar"}, r"problems\.p\.dataset is 'cifar'"),
+    ({"dataset": "reddit"}, r"problems\.p\.dataset is 'reddit'; use one of adult, gisette"),
     ({"ranges": {"clip": [0.1, 0.2]}}, r"edit problems\.p\.domain instead"),
 ])
 def test_bad_entries_stop_with_one_sentence_naming_the_key(changes, message):

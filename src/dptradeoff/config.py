@@ -1,6 +1,7 @@
 """Config validation: the schema check Snakemake runs, with errors reduced to one sentence naming the key."""
 from __future__ import annotations
 
+import copy
 import os
 
 import jsonschema
@@ -31,19 +32,54 @@ SCHEMA = os.path.join(os.path.dirname(__file__), "..", "..", "workflow", "schema
 DEFAULT_CONFIG = "config/config.yaml"
 
 
+# Mappings that hold one of several alternatives, whose keys differ: release.tuning is {split: f, holdout: h}
+# or {public: <problem>}. Merged key by key, a configfile's {public: p} over the default {split: 0.2} would be
+# {split: 0.2, public: p}, which names both; so each is taken whole from the last configfile (or --config
+# override) that sets it (`replace_alternatives`). release.selection is not one: its one method's keys are
+# always the same, so a configfile may change one of them alone.
+ALTERNATIVES = (("release", "tuning"),)
+_UNSET = object()
+
+
+def _at(config: dict, path: tuple[str, ...]):
+    for key in path:
+        if not isinstance(config, dict) or key not in config:
+            return _UNSET
+        config = config[key]
+    return config
+
+
+def replace_alternatives(config: dict, layers: list[dict]) -> None:
+    """Set each of ALTERNATIVES in the merged `config` to its value in the last of `layers` (the
+    configfiles in order, then the command line's overrides) that sets it; untouched where none does."""
+    for path in ALTERNATIVES:
+        chosen = _UNSET
+        for layer in layers:
+            value = _at(layer, path)
+            chosen = value if value is not _UNSET else chosen
+        parent = _at(config, path[:-1])
+        if chosen is not _UNSET and isinstance(parent, dict):
+            parent[path[-1]] = copy.deepcopy(chosen)
+
+
 def load(configfiles: list[str], schema_path: str = SCHEMA, overrides: dict | None = None) -> dict:
     """The config a Snakemake run with these `--configfile`s sees: config/config.yaml, each file
-    merged over it in turn, then `overrides` (a command line's), validated and with defaults filled."""
+    merged over it in turn, then `overrides` (a command line's), each of ALTERNATIVES taken whole from
+    the last of them that sets it; validated and with defaults filled."""
     from snakemake.utils import update_config
 
     config: dict = {}
+    layers = []
     for path in [DEFAULT_CONFIG, *configfiles]:
         try:
             with open(path) as f:
-                update_config(config, yaml.safe_load(f) or {})
+                layers.append(yaml.safe_load(f) or {})
         except FileNotFoundError:
             raise UserError(f"Config file {path} does not exist; run from the project's directory or fix the path.") from None
-    update_config(config, overrides or {})
+    layers.append(overrides or {})
+    for layer in layers:
+        update_config(config, copy.deepcopy(layer))
+    replace_alternatives(config, layers)
     check(config, schema_path)
     return config
 
@@ -54,6 +90,7 @@ def check(config: dict, schema_path: str) -> None:
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
+    _check_dataset_names(config.get("datasets"))
     try:
         validate(config, schema_path, set_default=True)
     except WorkflowError:
@@ -63,13 +100,56 @@ def check(config: dict, schema_path: str) -> None:
         if not errors:
             raise
         raise UserError(explain(errors[0])) from None
+    _check_own_datasets(config)
     _add_release_problems(config)
     _check_relations(config)
 
 
+def _check_dataset_names(datasets) -> None:
+    """Before the schema (whose sentences would not say it): a file of your own under a built-in dataset's
+    name, or a new name without `source: file`."""
+    from .data.build import OWN_SOURCE
+    from .data.catalog import CATALOG
+
+    if not isinstance(datasets, dict):
+        return
+    for name, entry in datasets.items():
+        source = entry.get("source") if isinstance(entry, dict) else None
+        if name in CATALOG and source == OWN_SOURCE:
+            raise UserError(f"datasets.{name} is a file of your own under the name of the built-in dataset {name}; "
+                            f"give it a name of its own (e.g. my-{name}) and use that name in problems.<name>.dataset.")
+        if name not in CATALOG and source != OWN_SOURCE:
+            raise UserError(f"datasets.{name} is not a built-in dataset ({', '.join(CATALOG)}); a dataset of your own "
+                            f"needs source: file and a path: to its CSV or Parquet file (config/README.md).")
+
+
+def _check_own_datasets(config: dict) -> None:
+    """Each file of your own exists, has rows, and has the columns its entry names, numeric where they are
+    features (its header and first rows are read; the build reads every row)."""
+    from .data.build import catalog
+    from .data.dataset import DatasetSettings
+    from .data.own import FileSource, OwnFile
+
+    for name, made in catalog(config["datasets"]).items():
+        if isinstance(made, OwnFile):
+            FileSource.from_settings(name, DatasetSettings.from_config(config["datasets"][name])).check()
+
+
+def _check_problem_dataset(config: dict, name: str, settings: dict) -> None:
+    """A problem's `dataset` is a dataset of the config with train and test files."""
+    from .data.build import split_datasets
+
+    dataset = settings.get("dataset")
+    known = split_datasets(config.get("datasets", {}))
+    if dataset is not None and dataset not in known:
+        raise UserError(f"problems.{name}.dataset is {dataset!r}, which is not a dataset with train and test rows; use "
+                        f"one of {', '.join(known)} (your own under datasets: with source: file), or omit it and let "
+                        f"the oracle load its own data.")
+
+
 def _check_problems(config: dict) -> None:
     """Every problem a study names is built in or defined under `problems:`, and every definition
-    resolves (its oracle imports, its domain is valid)."""
+    resolves (its oracle imports, its domain is valid, its dataset is one of the config's)."""
     from .problems import PROBLEMS, definition, resolve
     from .stats.region import region_rule
 
@@ -77,6 +157,7 @@ def _check_problems(config: dict) -> None:
         if name not in PROBLEMS and "oracle" not in settings and "rows" not in settings:
             raise UserError(f"problems.{name} is not a built-in problem ({', '.join(PROBLEMS)}); to define a problem "
                             f"of your own give it an `oracle:` (config/README.md).")
+        _check_problem_dataset(config, name, settings)
         resolve(name, definition(config, name))
         try:
             region_rule(settings, tuple(config.get("statistics", {}).get("region", (0.01, 10))), "oracle" in settings)
@@ -106,8 +187,19 @@ def _add_release_problems(config: dict) -> None:
     from .problems import definition, resolve
     from .release.trainers import check_releasable
 
-    # before any tuning runs: the released problem's oracle has what a release calls, and its event is analysable
-    check_releasable(resolve(settings.problem, definition(config, settings.problem)))
+    # before any tuning runs: the released problem has private rows with labels, its oracle has what a release
+    # calls, and its event is analysable
+    _check_problem_dataset(config, settings.problem, config.get("problems", {}).get(settings.problem, {}))
+    released = resolve(settings.problem, definition(config, settings.problem))
+    if released.dataset is None:
+        raise UserError(f"release.problem is {settings.problem}, which has no dataset of the pipeline, so there are no "
+                        f"private rows to release a model from; give problems.{settings.problem} a `dataset:` (a "
+                        f"built-in one, or a file of your own under datasets:).")
+    own = config.get("datasets", {}).get(released.dataset, {})
+    if own.get("source") == "file" and not own.get("label"):
+        raise UserError(f"release.problem is {settings.problem}, whose dataset {released.dataset} has no label column, "
+                        f"so no released model can be scored; give datasets.{released.dataset} a `label:`.")
+    check_releasable(released)
     if isinstance(settings.tuning, PublicTuning):
         released, public = (resolve(name, definition(config, name)).dataset
                             for name in (settings.problem, settings.tuning_problem))

@@ -103,8 +103,9 @@ def read_provenance(path: str | os.PathLike) -> dict:
     return json.loads(meta[PROVENANCE_KEY])
 
 
-def matrix_table(x: np.ndarray, y: np.ndarray, feature_names: list[str] | None = None) -> pa.Table:
-    """A design matrix as a Parquet-ready table: `x` as one fixed-size list column, `y` the label/target.
+def matrix_table(x: np.ndarray, y: np.ndarray | None, feature_names: list[str] | None = None) -> pa.Table:
+    """A design matrix as a Parquet-ready table: `x` as one fixed-size list column, `y` the label/target
+    (None: no `y` column, a dataset of features only).
 
     One list column instead of thousands of scalar columns keeps Gisette's 5,000 features
     fast to write and read; the feature names travel in the metadata.
@@ -112,7 +113,7 @@ def matrix_table(x: np.ndarray, y: np.ndarray, feature_names: list[str] | None =
     x = np.ascontiguousarray(x, dtype=np.float32)
     n, d = x.shape
     xs = pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), d)
-    table = pa.table({"x": xs, "y": pa.array(y)})
+    table = pa.table({"x": xs} if y is None else {"x": xs, "y": pa.array(y)})
     if feature_names is not None:
         if len(feature_names) != d:
             raise ValueError(f"{len(feature_names)} feature names for {d} features")
@@ -120,15 +121,15 @@ def matrix_table(x: np.ndarray, y: np.ndarray, feature_names: list[str] | None =
     return table
 
 
-def matrix_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """A `matrix_table` as (x float32 [n, d], y)."""
+def matrix_arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray | None]:
+    """A `matrix_table` as (x float32 [n, d], y; None where the table has no labels)."""
     col = table.column("x").combine_chunks()
     d = col.type.list_size
     x = col.flatten().to_numpy(zero_copy_only=False).reshape(-1, d)
-    return x, table.column("y").to_numpy()
+    return x, table.column("y").to_numpy() if "y" in table.column_names else None
 
 
-def read_matrix(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+def read_matrix(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray | None]:
     """Read a table written by `matrix_table`: returns (x float32 [n, d], y). A file with a NaN or
     infinite feature (one built before the build refused them, or put there by hand) stops here."""
     x, y = matrix_arrays(read_parquet(path))

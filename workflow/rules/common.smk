@@ -2,7 +2,7 @@
 # wildcards. Paths come from dptradeoff.paths.
 from dptradeoff.baselines.grid import grid
 from dptradeoff.bo.propose import DPareto, Settings
-from dptradeoff.data.build import SPLIT_OUTPUTS, raw_inputs
+from dptradeoff.data.build import raw_inputs
 from dptradeoff.data.sources import file_specs
 from dptradeoff.problems.batches import Batches
 from dptradeoff.problems.traces import TraceSettings
@@ -21,8 +21,7 @@ def dataset_config(dataset):
 
 
 def data_outputs(dataset):
-    parts = ("train", "test") if dataset in SPLIT_OUTPUTS else ("histogram",)
-    return [paths.data(dataset, part) for part in parts]
+    return [paths.data(dataset, part) for part in DATASETS[dataset].outputs]
 
 
 def dataset_inputs(dataset):

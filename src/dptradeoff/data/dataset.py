@@ -2,7 +2,8 @@
 files its build reads, the short label its tables print, and how its source files become tables.
 
 Each dataset module (adult, mnist, gisette, reddit, twitter, kddcup99) defines one `Dataset`
-subclass beside its parsers; `catalog.CATALOG` lists them and `build` writes what they return.
+subclass beside its parsers; `catalog.CATALOG` lists them and `build` writes what they return. A file
+of your own (`source: file`) is an `own.OwnFile`, one per name of the config's `datasets:`.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pyarrow as pa
 from ..io import matrix_table
 from .sources import file_specs
 
-Parts = dict[str, tuple[np.ndarray, np.ndarray]]   # split name -> (x, y)
+Parts = dict[str, tuple[np.ndarray, np.ndarray | None]]   # split name -> (x, y); y None: features only
 
 
 @dataclass(frozen=True)
@@ -31,21 +32,30 @@ class SyntheticHistogram:
 @dataclass(frozen=True)
 class DatasetSettings:
     """The config's `datasets.<name>` entry; a key the dataset does not take stays None."""
-    source: str                                # "real" (downloaded files) or "embedded" (wheels, synthetic sets)
+    source: str                                # "real" (downloaded files), "embedded" (wheels, synthetic sets), "file"
     test_fraction: float | None = None         # the seeded split's test share
     synthetic_rows: int | None = None          # rows of an embedded synthetic set (twitter, kddcup99)
     subsample: int | None = None               # twitter: rows drawn before the split
     split: str | None = None                   # adult: uci, a1a or random (None: the source's default)
     synthetic: SyntheticHistogram | None = None  # reddit's embedded histogram
     files: Mapping[str, dict] = field(default_factory=dict)   # per-file overrides of the real sources
+    # a file of your own (source "file", `own.FileSource`): its path, format, label and feature columns, pin
+    path: str | None = None
+    format: str | None = None
+    label: str | None = None
+    features: tuple[str, ...] | None = None
+    sha256: str | None = None
 
     @classmethod
     def from_config(cls, entry: dict) -> "DatasetSettings":
         synthetic = entry.get("synthetic")
+        features = entry.get("features")
         return cls(source=entry["source"], test_fraction=entry.get("test_fraction"),
                    synthetic_rows=entry.get("synthetic_rows"), subsample=entry.get("subsample"),
                    split=entry.get("split"), synthetic=SyntheticHistogram(**synthetic) if synthetic else None,
-                   files=entry.get("files") or {})
+                   files=entry.get("files") or {}, path=entry.get("path"), format=entry.get("format"),
+                   label=entry.get("label"), features=tuple(features) if features is not None else None,
+                   sha256=entry.get("sha256"))
 
     @property
     def real(self) -> bool:
@@ -96,9 +106,11 @@ class SplitDataset(Dataset):
                 for split, (x, y) in parts.items()}
 
 
-def seeded_split(x: np.ndarray, y: np.ndarray, test_fraction: float, rng: np.random.Generator) -> Parts:
-    """A seeded random train/test split: the first round(n * test_fraction) of a permutation are the test rows."""
-    perm = rng.permutation(len(y))
-    n_test = int(round(len(y) * test_fraction))
+def seeded_split(x: np.ndarray, y: np.ndarray | None, test_fraction: float, rng: np.random.Generator) -> Parts:
+    """A seeded random train/test split: the first round(n * test_fraction) of a permutation are the test rows
+    (labels None: features only)."""
+    perm = rng.permutation(len(x))
+    n_test = int(round(len(x) * test_fraction))
     train, test = np.sort(perm[n_test:]), np.sort(perm[:n_test])
-    return {"train": (x[train], y[train]), "test": (x[test], y[test])}
+    pick = lambda rows: (x[rows], None if y is None else y[rows])  # noqa: E731
+    return {"train": pick(train), "test": pick(test)}

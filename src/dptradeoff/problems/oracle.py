@@ -27,17 +27,18 @@ import numpy as np
 
 @dataclass
 class Data:
-    """A dataset's train/test matrices (labels as stored: 0/1 for binary tasks, digits for MNIST)."""
+    """A dataset's train/test matrices (labels as stored: 0/1 for binary tasks, digits for MNIST; None for a
+    file of your own without a label column)."""
     x_train: np.ndarray
-    y_train: np.ndarray
+    y_train: np.ndarray | None
     x_test: np.ndarray
-    y_test: np.ndarray
+    y_test: np.ndarray | None
     source: str
     source_label: str
 
     @property
     def n_train(self) -> int:
-        return len(self.y_train)
+        return len(self.y_train) if self.y_train is not None else len(self.x_train)
 
 
 class Oracle(ABC):

@@ -52,13 +52,14 @@ class RowSplit:
         """This part's rows: tuning rows as train and held-out sets, or the private rows with the test rows."""
         tuning, private = self.positions(data.n_train)
         label = f"{data.source_label}; rows: {self.describe(data.n_train)}"
+        y = (lambda rows: None) if data.y_train is None else (lambda rows: data.y_train[rows])  # features only: no labels
         if self.part == "private":
-            return replace(data, x_train=data.x_train[private], y_train=data.y_train[private], source_label=label)
+            return replace(data, x_train=data.x_train[private], y_train=y(private), source_label=label)
         held = int(round(self.holdout * len(tuning)))
         order = np.random.default_rng([self.seed, 1]).permutation(tuning)
         held_out, trained = np.sort(order[:held]), np.sort(order[held:])
-        return replace(data, x_train=data.x_train[trained], y_train=data.y_train[trained],
-                       x_test=data.x_train[held_out], y_test=data.y_train[held_out], source_label=label)
+        return replace(data, x_train=data.x_train[trained], y_train=y(trained),
+                       x_test=data.x_train[held_out], y_test=y(held_out), source_label=label)
 
     def describe(self, n: int) -> str:
         tuning, private = self.positions(n)

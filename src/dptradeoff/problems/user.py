@@ -4,7 +4,7 @@
       my-model:
         oracle: examples/opacus_cnn.py:OpacusCNN   # or package.module:Name, or a module/file alone
         options: {train_rows: 2000}                 # keyword arguments, where Name is a class
-        dataset: mnist                              # a dataset of the pipeline, or omit it
+        dataset: mnist                              # a dataset of the pipeline (or your own file's), or omit it
         delta: 1.0e-5
         utility: accuracy
         repeats: 3
@@ -125,6 +125,25 @@ class UserOracle(Oracle):
     def utility_trace(self, point, data, rng):
         return self.target.utility_trace(point, data, rng)
 
+    @property
+    def conversion(self) -> str | None:
+        return getattr(self.target, "conversion", None)
+
+    def with_accountant(self, accountant) -> "UserOracle":
+        """A target that is an `Oracle` accounting with RDP (e.g. a built-in trainer used as your oracle) takes
+        the config's conversion (`privacy.conversion`); any other target keeps its own epsilon."""
+        if isinstance(self.target, Oracle):
+            return replace(self, target=self.target.with_accountant(accountant))
+        return self
+
+    def utilities_trace(self, point, data, repeats, rng, checkpoints):
+        """The target's own `utilities_trace` where it has one (e.g. a built-in trainer used as your oracle,
+        which trains the replications together), else one `utility_trace` per replication."""
+        own = getattr(self.target, "utilities_trace", None)
+        if callable(own):
+            return own(point, data, repeats, rng, checkpoints)
+        return super().utilities_trace(point, data, repeats, rng, checkpoints)
+
     def cost_seconds(self, point, n):
         cost = getattr(self.target, "cost_seconds", None)
         return cost(point, n) if cost else None
@@ -217,7 +236,7 @@ def _traced(name: str, spec: str, oracle: UserOracle, domain: tuple[Param, ...])
     if axis not in integers:
         raise UserError(f"problems.{name}: {spec} declares trace_axis = {axis!r}, which is not an integer parameter of "
                         f"problems.{name}.domain ({', '.join(integers) or 'it has none'}); name one, or remove trace_axis.")
-    if not callable(getattr(oracle.target, "utility_trace", None)):
+    if not any(callable(getattr(oracle.target, method, None)) for method in ("utility_trace", "utilities_trace")):
         raise UserError(f"problems.{name}: {spec} declares trace_axis = {axis!r} but defines no utility_trace(point, data, "
                         f"rng) -> {{{axis}: utility}}; define it (docs/your-algorithm.md, 'Epoch traces').")
     return replace(oracle, trace_axis=axis)
@@ -256,10 +275,13 @@ def user_problem(name: str, entry: dict) -> Problem:
     dataset = entry.get("dataset")
     if dataset is not None:
         from ..data.build import SPLIT_OUTPUTS
+        from ..data.catalog import CATALOG
 
-        if dataset not in SPLIT_OUTPUTS:
-            raise UserError(f"problems.{name}.dataset is {dataset!r}; use one of {', '.join(sorted(SPLIT_OUTPUTS))}, "
-                            f"or omit it and let the oracle load its own data.")
+        # a built-in dataset must have train and test files; another name is a file of your own, which the
+        # config check finds under `datasets:` (config._check_problem_dataset)
+        if not isinstance(dataset, str) or (dataset in CATALOG and dataset not in SPLIT_OUTPUTS):
+            raise UserError(f"problems.{name}.dataset is {dataset!r}; use one of {', '.join(sorted(SPLIT_OUTPUTS))} or a "
+                            f"file of your own under datasets:, or omit it and let the oracle load its own data.")
     delta = _number(f"problems.{name}.delta", entry.get("delta", 1e-5))
     if not 0 <= delta < 1:
         raise UserError(f"problems.{name}.delta is {delta}; give a delta in [0, 1).")

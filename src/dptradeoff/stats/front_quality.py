@@ -22,7 +22,9 @@ FLOOR_MARGIN = 0.01
 def minimum_epsilon(problem: Problem, n: int | None) -> float:
     """The smallest epsilon over the corners of the problem's domain (DP-SGD: fewest epochs, smallest lot,
     most noise), from its privacy oracle."""
-    corners = itertools.product(*[(p.low, p.high) for p in problem.domain])
+    # integer parameters as ints (a domain of your own holds its bounds as floats; a built-in trainer used as
+    # your oracle refuses a lot size of 16.0)
+    corners = itertools.product(*[(int(p.low), int(p.high)) if p.integer else (p.low, p.high) for p in problem.domain])
     return min(float(problem.oracle.epsilon(dict(zip(problem.names, c)), n=n, delta=problem.delta)) for c in corners)
 
 
