@@ -64,6 +64,7 @@ from dptradeoff.problems.traces import TraceSettings  # noqa: E402
 from dptradeoff.seeds import derive_seed, rng  # noqa: E402
 from dptradeoff.stats import cost  # noqa: E402
 from dptradeoff.stats.front_metrics import MetricSettings  # noqa: E402
+from dptradeoff.stats.region import DerivedRegion  # noqa: E402
 from dptradeoff.stats.front_quality import FLOOR_MARGIN  # noqa: E402
 
 K0, BLOCK = 16, 16
@@ -94,6 +95,9 @@ VARIANTS = {
     "dpareto-gp128": {"gp_points": 128},        # (with traces) the GPs see at most 128 rows
     "dpareto-cost": {"cost_aware": True},       # the acquisition per epoch of training
 }
+# DPareto with what steers it changed (`bo.propose.Context`): the region derived from the problem
+# (stats.region.DerivedRegion, `region: auto`) instead of statistics.region.
+CONTEXT_VARIANTS = {"dpareto-region-auto": {"region": DerivedRegion()}}
 # Peer variants: the GP-based peers learning from every row (before `dpareto.peer_gp_points`).
 PEER_VARIANTS = {"optuna-gp-every-row": "optuna-gp", "botorch-every-row": "botorch"}
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config", "config.yaml")
@@ -160,6 +164,8 @@ def run_chain(method: str, problem, oracle: Oracle, initial: pd.DataFrame, setti
         proposer = DPareto(settings)
     elif base in VARIANTS:
         proposer = DPareto(replace(settings, **VARIANTS[base]))
+    elif base in CONTEXT_VARIANTS:
+        proposer, context = DPareto(settings), replace(context, **CONTEXT_VARIANTS[base])
     elif base in PEER_VARIANTS:
         proposer = PEERS[PEER_VARIANTS[base]]             # gp_points None: every row
     else:

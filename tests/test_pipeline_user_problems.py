@@ -161,3 +161,34 @@ def test_a_problem_of_your_own_runs_dpareto_alone_unless_it_names_more_methods(r
     assert done.returncode == 0, out[-3000:]
     assert _planned_chains(out) == {"gaussian-mean": {"dpareto", "optuna-gp"}, "svt": {"dpareto", "optuna-tpe", "botorch"}}
     assert re.search(r"^bo_propose\s+30$", out, re.MULTILINE)
+
+
+@pytest.mark.slow
+def test_the_laplace_mean_example_finds_its_region_and_answers_with_trained_points(run_snakemake, tmp_path):
+    """config/examples/laplace-mean.yaml as shipped (its CSV written by examples/laplace_mean.py), fewer rounds:
+    the region is derived from the problem, far below statistics.region; the queries steer every 4th round; the
+    epsilon answer is a trained point with its trainings, in the front table; the figure shades the region.
+    Runs Snakemake itself: the example a practitioner copies, its own-file dataset without a label."""
+    work = tmp_path / "work"
+    csv = work / "data" / "ages.csv"
+    written = subprocess.run([sys.executable, str(Path(__file__).parent.parent / "examples/laplace_mean.py"), str(csv)],
+                             capture_output=True, text=True, timeout=300)
+    assert written.returncode == 0 and "32561 ages" in written.stdout, written.stderr[-2000:]
+    smaller = tmp_path / "smaller.yaml"
+    smaller.write_text(yaml.safe_dump({"dpareto": {"initial_points": 6, "iterations": 8, "candidates": 500,
+                                                   "gp_restarts": 1}, "random_sampling": {"points": 8}}))
+    example = Path(__file__).parent.parent / "config/examples/laplace-mean.yaml"
+    done = run_snakemake(work, "all", "--cores", "2", "--configfile", str(example), str(smaller), timeout=1500)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    proposals = [read_frame(str(work / f"results/dpareto/laplace-mean/dpareto/0/proposals/{r}.parquet")).iloc[0]
+                 for r in range(8)]
+    assert [p["steers"] for p in proposals] == ["front"] * 3 + ["epsilon query 0.001"] + ["front"] * 3 + ["utility query 0.99"]
+    assert all(p["region_low"] < 1e-3 for p in proposals)           # far below statistics.region's 0.01
+    chain = read_frame(str(work / "results/dpareto/laplace-mean/dpareto/0/evaluations.parquet"))
+    assert chain["utility"].between(0, 1).all() and (chain["delta"] == 0).all()
+    answer = read_frame(str(work / "results/dpareto/laplace-mean/query/eps0.001.parquet")).iloc[0]
+    assert answer["epsilon"] <= 0.001 and answer["trained"] and len(answer["trainings"]) == 3
+    table = read(str(work / "tables/front-laplace-mean.csv"))
+    row = table[table["kind"] == "query: epsilon <= 0.001"].iloc[0]
+    assert len(str(row["trainings"]).split(", ")) == 3
+    assert "Region of interest: epsilon in [" in (work / "tables/front-laplace-mean.md").read_text()

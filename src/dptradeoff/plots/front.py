@@ -133,6 +133,11 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
     return fig
 
 
+def _listed(values) -> list:
+    """A list column's value as read back from Parquet (an array), or [] where the row has none."""
+    return [] if values is None or (np.ndim(values) == 0 and pd.isna(values)) else list(values)
+
+
 def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.DataFrame]) -> pd.DataFrame:
     """The front of every evaluated point (hyperparameters, epsilon, utility, which method found it),
     then one row per query answer (suggestion, exact epsilon, predicted utility with its predictive interval
@@ -151,7 +156,7 @@ def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.
                                    "predicted_sd": row["predicted_sd"],
                                    **{k: row.get(k) for k in ("interval_low", "interval_high", "interval_level",
                                                               "runs_in_interval", "runs_reaching_target", "edge")},
-                                   "trainings": ", ".join(f"{u:.4f}" for u in (row.get("trainings") or [])),
+                                   "trainings": ", ".join(f"{u:.4f}" for u in _listed(row.get("trainings"))),
                                    "method": "query"}]))
     out = pd.concat(rows, ignore_index=True)
     first = ["kind", "epsilon", "utility", "predicted_utility", "predicted_sd", "interval_low", "interval_high",
