@@ -8,10 +8,12 @@ them in turn, its acquisition the expected improvement of that query's answer, w
 
 - epsilon <= e: EI(x) = E[max(0, m* - f(x))] = (m* - mu) Phi(z) + s phi(z), z = (m* - mu) / s, over points with
   exact epsilon <= e; m* the best GP mean at a trained point with epsilon <= e (none: the worst GP mean at any).
-- utility >= u: EI(x) = max(0, ln eps* - ln eps(x)) x P(f(x) + z s1 <= logit(1 - u)): how much more private than
-  the incumbent eps*, the smallest epsilon of a trained point the GP predicts to reach u so (none: e times the
-  largest epsilon of the candidates), times the probability that ONE training reaches u as an answer must (the
-  lower end of its 90 % interval: z = z_0.95, s1^2 = R x the GP's noise variance, one training's spread).
+- utility >= u: EI(x) = max(0, ln eps* - ln eps(x)) x P(f(x) <= logit(1 - u)): how much more private than the
+  incumbent eps*, the smallest epsilon of a trained point the GP predicts to reach u (none: e times the largest
+  epsilon of the candidates), times the probability of reaching u. (Measured and not kept: the probability
+  that ONE training reaches u at its interval's lower end, as the answer rule asks; on the Laplace mean of
+  benchmarks/laplace_mean_front.py, 8 seeds, its utility answers' epsilon grew from 0.011 to 0.063 on average,
+  with as many retrainings reaching the target.)
 
 The best of `candidates` random points of the GP's input box (integers rounded) is refined by local perturbations
 (LOCAL_SCALES of the box); the points already evaluated are not proposed again. `bo.query` answers every question
@@ -53,11 +55,7 @@ class AnswerImprovement:
             feasible = epsilon <= self.target
             self.incumbent = float(means[feasible].min() if feasible.any() else means.max())
         else:
-            # an answer's one training must reach u at the interval's lower end: the latent mean must clear it by z s1
-            runs = evals["utility_runs"] if "utility_runs" in evals else [[u] for u in evals["utility"]]
-            repeats = max(1.0, float(np.median([len(r) for r in runs])))
-            single = np.sqrt(repeats * utility_gp.noise) * utility_gp.y_std
-            self.goal = float(error_to_gp(1.0 - self.target)) - stats.norm.ppf(0.95) * single
+            self.goal = float(error_to_gp(1.0 - self.target))
             reaching = means <= self.goal
             self.incumbent = float(np.log(epsilon[reaching].min())) if reaching.any() else None
 
