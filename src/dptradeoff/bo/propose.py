@@ -104,8 +104,9 @@ class Settings:
 @dataclass(frozen=True)
 class Context:
     """What a round knows of the problem beyond the evaluations: the training rows its epsilon is computed
-    for (None: the oracle's own data), the utility floor as an error (1: none stated), its region rule (None: `Settings.region`, fixed) and its declared queries
-    ((kind, target): "eps" or "utility"), which steer every `Settings.query_every`-th round."""
+    for (None: the oracle's own data), the utility floor as an error (1: none stated), its region rule
+    (None: `Settings.region`, fixed) and its declared queries ((kind, target): "eps" or "utility"), which
+    steer every `Settings.query_every`-th round."""
     n_train: int | None
     error_floor: float
     region: RegionRule | None = None
@@ -318,7 +319,7 @@ def propose(problem: Problem, evals: pd.DataFrame, q: int, settings: Settings, r
     if query is not None:
         start = time.perf_counter()
         frame = choose_for_query(problem, surrogates, privacy, evals, query, settings.candidates, rng)
-        region = round_region(problem, settings, context, evals, privacy, surrogates.scaler, rng)
+        region = round_region(settings, context, evals, privacy, surrogates.scaler)
         frame["region_low"], frame["region_high"] = region.epsilon_low, region.epsilon_high
         return Proposal(with_timings(frame, privacy, surrogates, start), surrogates.state)
     return Proposal(choose_with_known_privacy(problem, surrogates, privacy, evals, q, settings, context, rng),
@@ -334,8 +335,7 @@ def exact_model(problem: Problem, settings: Settings, context: Context | None, r
     return exact_privacy.for_problem(problem, context.n_train, settings.candidates, sample)
 
 
-def round_region(problem: Problem, settings: Settings, context: Context | None, evals: pd.DataFrame, privacy,
-                 scaler, rng: np.random.Generator) -> Region:
+def round_region(settings: Settings, context: Context | None, evals: pd.DataFrame, privacy, scaler) -> Region:
     """This round's region of interest: the problem's rule (`stats.region`) applied to the evaluations so far,
     the domain's epsilon range from the privacy model over the domain's corners and `candidates` random points;
     `Settings.region` where the context has no rule."""
@@ -402,7 +402,7 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
     free = ~np.asarray(scaler.integer)
     observed = scaler.to_unit(evals[problem.names].to_numpy(dtype=float))
     taken = {tuple(np.round(p, 12)) for p in scaler.from_unit(observed)}
-    region = round_region(problem, settings, context, evals, privacy, scaler, rng)
+    region = round_region(settings, context, evals, privacy, scaler)
     cap = float(error_to_gp(region.error_floor - settings.floor_margin if context else 1.0))
     front_x = exact_privacy.finite_log(evals["epsilon"].to_numpy(float))
     front_y = utility.predict(observed)[0]
