@@ -49,12 +49,6 @@ class ClampedLaplaceMean(Oracle):
         n = n if n is not None else len(self.own)
         return (point["upper"] - point["lower"]) / (n * point["scale"])
 
-    def epsilons(self, points, *, n, delta):
-        """Vectorised: points an (N, 3) array in the domain's order (scale, lower, upper)."""
-        n = n if n is not None else len(self.own)
-        points = np.atleast_2d(points)
-        return (points[:, 2] - points[:, 1]) / (n * points[:, 0])
-
     def utility(self, point, data, rng):
         values = self._values(data)
         released = np.clip(values, point["lower"], point["upper"]).mean() + rng.laplace(0.0, point["scale"])

@@ -210,3 +210,19 @@ def test_a_built_in_problem_proposes_as_before(laplace):
     proposals = [DPareto(FAST).round(problem, evals, 1, 0, 0, 0, 10, None, context=context)[0]
                  for context in (Context(data.n_train, 1.0), Context(data.n_train, 1.0, FixedRegion(*FAST.region)))]
     pd.testing.assert_frame_equal(*(p[problem.names] for p in proposals))
+
+
+@pytest.mark.parametrize("point", [{"scale": 0.25, "lower": 35.0, "upper": 43.0}, {"scale": 10.0, "lower": 0.0, "upper": 120.0},
+                                   {"scale": 0.001, "lower": 20.0, "upper": 60.0}])
+def test_the_laplace_examples_epsilon_is_dp_accountings_for_the_laplace_mechanism(laplace, point):
+    """The example's epsilon, (upper - lower) / (n scale), against dp_accounting's privacy loss distribution of the
+    Laplace mechanism with sensitivity (upper - lower) / n, at delta 0 (its pessimistic discretisation: within 1 %)."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    problem, data, _ = laplace
+    n = data.n_train
+    ours = problem.oracle.epsilon(point, n=n, delta=0.0)
+    sensitivity = (point["upper"] - point["lower"]) / n
+    theirs = pld.from_laplace_mechanism(point["scale"] / sensitivity, sensitivity=1.0,
+                                        value_discretization_interval=1e-4 * ours).get_epsilon_for_delta(0.0)
+    assert ours == pytest.approx(theirs, rel=1e-2)
