@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from dptradeoff.expost import ml, ml_tasks
 from dptradeoff.privacy import dpsgd
-from dptradeoff.train import cnn
+from dptradeoff.train import batch, cnn
 from dptradeoff.train.hyper import DPSGDHyper
 
 
@@ -43,21 +43,28 @@ def _naive_clipped_sum(model, x, y, masks, clip):
 def test_cnn_clipped_gradient_sum_is_the_sum_of_per_example_clipped_gradients():
     """Ghost norms for the dense layers, unfolded convolutions, dropout masks, chunking: the same
     numbers as clipping each example's own gradient (float64); each clipped gradient has norm <= L."""
-    model = _net()
     gen = torch.Generator().manual_seed(3)
-    x = torch.randn(7, 1, 28, 28, generator=gen, dtype=torch.float64)
-    y = torch.randint(0, 10, (7,), generator=gen)
-    masks = tuple(m.double() for m in cnn.dropout_masks(7, gen, "cpu"))
-    _, norms, _ = _naive_clipped_sum(model, x, y, masks, math.inf)
-    clip = float(np.median(norms))   # some examples clipped, some not
-    expected, naive_norms, clipped_norms = _naive_clipped_sum(model, x, y, masks, clip)
-    assert (norms > clip).sum() >= 3 and (norms < clip).sum() >= 3
-    assert np.all(clipped_norms <= clip * (1 + 1e-12))
-    ours, our_norms = cnn.clipped_gradient_sum(model, x, y, masks, clip, chunk=3)
-    np.testing.assert_allclose(our_norms.numpy(), naive_norms, rtol=1e-10)
-    assert set(ours) == set(expected)
-    for k in ours:
-        torch.testing.assert_close(ours[k], expected[k], rtol=1e-9, atol=1e-12)
+    xs = torch.randn(2, 7, 1, 28, 28, generator=gen, dtype=torch.float64)
+    ys = torch.randint(0, 10, (2, 7), generator=gen)
+    all_masks = tuple(m.double() for m in cnn.dropout_masks(2, 7, gen, "cpu"))
+    params = {k: v.double() for k, v in cnn.init_batch([5, 0], "cpu").items()}   # two networks stacked
+    clips = []
+    for b in range(2):   # every network against its own naive loop
+        model = cnn.network({k: v.float() for k, v in params.items()}, b).double().train()
+        x, y, masks = xs[b], ys[b], tuple(m[b] for m in all_masks)
+        _, norms, _ = _naive_clipped_sum(model, x, y, masks, math.inf)
+        clips.append(float(np.median(norms)))   # some examples clipped, some not
+        assert (norms > clips[b]).sum() >= 3 and (norms < clips[b]).sum() >= 3
+    stacked, stacked_norms = cnn.clipped_gradient_sum(params, xs, ys, all_masks, torch.tensor(clips, dtype=torch.float64),
+                                                      chunk=3)
+    for b in range(2):
+        model = cnn.network({k: v.float() for k, v in params.items()}, b).double().train()
+        expected, naive_norms, clipped_norms = _naive_clipped_sum(model, xs[b], ys[b], tuple(m[b] for m in all_masks), clips[b])
+        assert np.all(clipped_norms <= clips[b] * (1 + 1e-12))
+        np.testing.assert_allclose(stacked_norms[b].numpy(), naive_norms, rtol=1e-10)
+        assert set(stacked) == set(expected)
+        for k in stacked:
+            torch.testing.assert_close(stacked[k][b], expected[k], rtol=1e-9, atol=1e-12)
 
 
 def test_cnn_trainer_one_noiseless_step_is_the_clipped_mean_gradient(monkeypatch):
@@ -66,15 +73,18 @@ def test_cnn_trainer_one_noiseless_step_is_the_clipped_mean_gradient(monkeypatch
     n, clip, lr = 6, 0.05, 0.5
     rng = np.random.default_rng(0)
     x, y = rng.random((n, 784)).astype(np.float32), rng.integers(0, 10, n)
-    ones = lambda count, generator, dev: tuple(torch.ones(count, *s, device=dev) for s in ((64, 12, 12), (128,)))  # noqa: E731
+    ones = lambda width, count, generator, dev: tuple(torch.ones(width, count, *s, device=dev)  # noqa: E731
+                                                      for s in ((64, 12, 12), (128,)))
     monkeypatch.setattr(cnn, "dropout_masks", ones)
     monkeypatch.setattr(cnn, "device", lambda: torch.device("cpu"))
+    monkeypatch.setattr(batch, "device", lambda: torch.device("cpu"))
     hp = DPSGDHyper(epochs=1, lot_size=n, learning_rate=lr, noise=0.0, clip=clip)
     assert hp.steps(n) == 1
     trained = cnn.train(x, y, hp, seed=4)
     start = _net(seed=4, dtype=torch.float32)
     xs = torch.as_tensor(cnn.images(x))
-    expected, norms, clipped_norms = _naive_clipped_sum(start, xs, torch.as_tensor(y), ones(n, None, "cpu"), clip)
+    expected, norms, clipped_norms = _naive_clipped_sum(start, xs, torch.as_tensor(y), tuple(o[0] for o in ones(1, n, None, "cpu")),
+                                                        clip)
     assert np.all(norms > clip) and np.all(clipped_norms <= clip * (1 + 1e-5))   # every example clipped
     for (k, p0), p1 in zip(start.named_parameters(), trained.parameters()):
         torch.testing.assert_close(p1 - p0, -lr * expected[k] / n, rtol=1e-4, atol=1e-7)
@@ -84,13 +94,14 @@ def _recording_trainer(monkeypatch):
     """cnn.train with the gradient replaced by zeros; returns the list of lots (as row indices) it used."""
     lots = []
 
-    def zero_gradients(model, x, y, masks, clip, chunk=cnn.CHUNK):
-        # rows are constant images whose value encodes the row index (see below)
-        lots.append(np.rint((x[:, 0, 0, 0].cpu().numpy() * cnn.MNIST_STD + cnn.MNIST_MEAN) * 1000).astype(int))
-        return {k: torch.zeros_like(v) for k, v in model.named_parameters()}, torch.zeros(len(x))
+    def zero_gradients(params, x, y, masks, clip, keep=None, chunk=cnn.CHUNK):
+        # rows are constant images whose value encodes the row index (see below); one network
+        lots.append(np.rint((x[0, :, 0, 0, 0].cpu().numpy() * cnn.MNIST_STD + cnn.MNIST_MEAN) * 1000).astype(int))
+        return {k: torch.zeros_like(v) for k, v in params.items()}, torch.zeros(x.shape[:2])
 
     monkeypatch.setattr(cnn, "clipped_gradient_sum", zero_gradients)
     monkeypatch.setattr(cnn, "device", lambda: torch.device("cpu"))
+    monkeypatch.setattr(batch, "device", lambda: torch.device("cpu"))
     return lots
 
 

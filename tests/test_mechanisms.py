@@ -3,9 +3,11 @@ N(0, (2 L z)^2) on every parameter tensor's clipped gradient sum (biases include
 average alone fed to SGD or to both of Adam's moments, exactly `dpsgd.steps(n, m, epochs)` steps,
 each on a lot of m distinct examples drawn uniformly, afresh every step.
 
-The torch trainers (mlp.py, cnn.py) are rerun by a naive reference fed the lots and the normal draws
-they used (recorded by wrapping `clipped_gradient_sum` and `torch.randn`); the noise scale is also
-checked statistically, tensor by tensor, where the gradient is zero. The linear trainer's lots are
+The torch trainers (mlp.py, cnn.py) run batched, three networks with different clips, noises and rates
+stepped together, and each network is rerun by a naive reference fed the lots and the normal draws it
+used (recorded by wrapping `clipped_gradient_sum` and `torch.randn`); the noise scale is also checked
+statistically, network by network and tensor by tensor, where the gradient is zero. A bug planted in one
+network of a batch fails these checks. The linear trainer's lots are
 checked subset by subset, and pair of consecutive lots by pair: a biased swap in its partial
 Fisher-Yates shuffle fails one or the other by far."""
 from __future__ import annotations
@@ -19,17 +21,28 @@ import torch
 from scipy import stats
 
 from dptradeoff.privacy import dpsgd
+from dptradeoff.train import batch as batch_module
 from dptradeoff.train import cnn, linear, mlp
+from dptradeoff.train.batch import Batch
 from dptradeoff.train.hyper import ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, DPSGDHyper
 
 P_MIN = 1e-6   # a correct mechanism fails a statistical check below with probability about this (fixed seeds)
 CLIPPED_SUM = {mlp: mlp.clipped_gradient_sum, cnn: cnn.clipped_gradient_sum}   # the real ones, for the references
+# three networks stepped together, each with its own learning rate, noise and clip: a batch as the pipeline runs it
+WIDTH = 3
+
+
+def _batch(base: DPSGDHyper, seeds=(3, 11, 29)) -> Batch:
+    scales = (1.0, 0.7, 1.3)
+    return Batch(tuple(DPSGDHyper(base.epochs, base.lot_size, base.learning_rate * f, base.noise * f, base.clip / f)
+                       for f in scales), tuple(seeds))
 
 
 class _Recorder:
-    """Wraps `module.clipped_gradient_sum` (recording each lot as row indices, identified from the rows
-    the trainer passes, and its clip and dropout masks) and `torch.randn` (recording every draw, before
-    the trainer scales it in place). `zero`: the wrapped sum returns zero gradients instead."""
+    """Wraps `module.clipped_gradient_sum` (recording each step's lots, one row of indices per network,
+    identified from the rows the trainer passes, and its clips and dropout masks) and `torch.randn`
+    (recording every draw, before the trainer scales it in place). `zero`: the wrapped sum returns zero
+    gradients instead."""
 
     def __init__(self, monkeypatch, module, rows: np.ndarray, y: np.ndarray, zero: bool = False):
         self.lots, self.clips, self.masks, self.draws = [], [], [], []
@@ -38,23 +51,26 @@ class _Recorder:
         real_sum, real_randn = CLIPPED_SUM[module], torch.randn
 
         def record(x, yb, clip, masks=None):
-            lot = np.array([where.get(row.tobytes(), -1) for row in x.detach().cpu().numpy()])
+            flat = x.detach().cpu().numpy().reshape(x.shape[0], x.shape[1], -1)
+            lot = np.array([[where.get(row.tobytes(), -1) for row in network] for network in flat])
             assert lot.min() >= 0, "the trainer passed a row that is not one of the training rows"
             np.testing.assert_array_equal(yb.cpu().numpy(), y[lot])
             self.lots.append(lot)
-            self.clips.append(clip)
+            self.clips.append(clip.detach().cpu().numpy().copy())
             self.masks.append(None if masks is None else tuple(mk.detach().clone() for mk in masks))
 
+        def zeros(params, x):
+            return ({k: torch.zeros_like(v) for k, v in params.items()} if isinstance(params, dict)
+                    else [torch.zeros_like(p) for p in params]), torch.zeros(x.shape[:2])
+
         if module is mlp:
-            def wrapped(params, x, yb, clip):
+            def wrapped(params, x, yb, clip, keep=None):
                 record(x, yb, clip)
-                return ([torch.zeros_like(p) for p in params], torch.zeros(len(x))) if zero else real_sum(params, x, yb, clip)
+                return zeros(params, x) if zero else real_sum(params, x, yb, clip, keep)
         else:
-            def wrapped(model, x, yb, masks, clip, chunk=cnn.CHUNK):
+            def wrapped(params, x, yb, masks, clip, keep=None, chunk=cnn.CHUNK):
                 record(x, yb, clip, masks)
-                if zero:
-                    return {k: torch.zeros_like(v) for k, v in model.named_parameters()}, torch.zeros(len(x))
-                return real_sum(model, x, yb, masks, clip, chunk)
+                return zeros(params, x) if zero else real_sum(params, x, yb, masks, clip, keep, chunk)
 
         def randn(*args, **kwargs):
             out = real_randn(*args, **kwargs)
@@ -62,18 +78,26 @@ class _Recorder:
             return out
 
         monkeypatch.setattr(module, "clipped_gradient_sum", wrapped)
+        monkeypatch.setattr(batch_module, "device", lambda: torch.device("cpu"))
         monkeypatch.setattr(module, "device", lambda: torch.device("cpu"))
         monkeypatch.setattr(torch, "randn", randn)
 
-    def draws_by_step(self, shapes):
-        """The draws, one list per step of one draw per parameter tensor (shapes in parameter order)."""
+    def draws_by_step(self, shapes, width):
+        """The draws, one list per step of one (width, ...) draw per parameter tensor (shapes in parameter
+        order); on a CPU the trainer draws each tensor network by network."""
+        draws = []
+        for d in self.draws:   # regroup per-network draws of one tensor into the batch's
+            if draws and draws[-1].shape[0] < width and draws[-1].shape[1:] == d.shape[1:]:
+                draws[-1] = torch.cat([draws[-1], d])
+            else:
+                draws.append(d)
         k = len(shapes)
-        assert len(self.draws) == k * len(self.lots), (
-            f"{len(self.draws)} normal draws for {len(self.lots)} steps of {k} parameter tensors: "
+        assert len(draws) == k * len(self.lots), (
+            f"{len(draws)} normal draws for {len(self.lots)} steps of {k} parameter tensors: "
             "every tensor (biases included) needs its own noise at every step")
-        steps = [self.draws[s:s + k] for s in range(0, len(self.draws), k)]
+        steps = [draws[s:s + k] for s in range(0, len(draws), k)]
         for step in steps:
-            assert [tuple(d.shape) for d in step] == [tuple(s) for s in shapes], "a draw per tensor, in parameter order"
+            assert [tuple(d.shape) for d in step] == [(width, *s) for s in shapes], "a draw per tensor, in parameter order"
         return steps
 
 
@@ -94,23 +118,46 @@ def _normal_scale_error(name, moves: torch.Tensor, sigma: float):
     return None
 
 
-def _assert_uniform_fresh_lots(lots, n, m):
-    """m distinct indices per lot; inclusion counts as uniform m-subsets predict; consecutive lots overlap
-    as often as independent m-subsets do (a shuffled epoch's would not)."""
+def _lot_errors(lots, n, m, name=""):
+    """What is wrong with one network's lots (a list of (m,) index arrays): m distinct indices per lot;
+    inclusion counts as uniform m-subsets predict; consecutive lots overlap as often as independent
+    m-subsets do (a shuffled epoch's would not)."""
     lots = np.array(lots)
     assert lots.ndim == 2 and lots.shape[1] == m and lots.min() >= 0 and lots.max() < n
-    assert all(len(set(lot)) == m for lot in lots), "a lot repeats an example"
+    if not all(len(set(lot)) == m for lot in lots):
+        return [f"{name}a lot repeats an example"]
+    errors = []
     member = np.zeros((len(lots), n))
     np.put_along_axis(member, lots, 1.0, axis=1)
     counts, expected = member.sum(axis=0), len(lots) * m / n
     # Pearson's statistic times the finite-population correction (n-1)/(n-m) is ~ chi-square(n-1)
     p = _chi2_sf(((counts - expected) ** 2 / expected).sum() * (n - 1) / (n - m), n - 1)
-    assert p > P_MIN, f"inclusion counts not uniform: chi-square p = {p:.2g}"
-    overlap = np.array([len(set(a) & set(b)) for a, b in zip(lots[:-1], lots[1:])])
+    if p <= P_MIN:
+        errors.append(f"{name}inclusion counts not uniform: chi-square p = {p:.2g}")
+    errors += _overlap_errors(lots[:-1], lots[1:], n, m, f"{name}consecutive lots")
+    return errors
+
+
+def _overlap_errors(a, b, n, m, what):
+    """Pairs of lots (a[t], b[t]) overlap as often as independent uniform m-subsets do."""
+    overlap = np.array([len(set(u) & set(v)) for u, v in zip(a, b)])
     mean = m * m / n   # hypergeometric mean overlap of two independent m-subsets
     var = m * (m / n) * ((n - m) / n) * ((n - m) / (n - 1))
-    assert abs(overlap.mean() - mean) < 5 * math.sqrt(var / len(overlap)), (
-        f"consecutive lots overlap {overlap.mean():.3f} on average, independent ones {mean:.3f}")
+    if abs(overlap.mean() - mean) >= 5 * math.sqrt(var / len(overlap)):
+        return [f"{what} overlap {overlap.mean():.3f} on average, independent ones {mean:.3f}"]
+    return []
+
+
+def _batch_lot_errors(lots, n, m):
+    """Every network's lots uniform and fresh (`_lot_errors`), and independent of the other networks' at
+    the same step."""
+    lots = np.array(lots)   # (steps, B, m)
+    errors = []
+    for b in range(lots.shape[1]):
+        errors += _lot_errors(lots[:, b], n, m, f"network {b}: ")
+        for c in range(b):
+            errors += _overlap_errors(lots[:, b], lots[:, c], n, m, f"networks {c} and {b}: lots of the same step")
+    return errors
 
 
 # ---- MLP ------------------------------------------------------------------------------------------------
@@ -121,16 +168,16 @@ def _mlp_data(n, seed=0):
 
 
 def _mlp_reference(x, y, arch, optimizer, hp, seed, lots, draws):
-    """Paper 001 Alg. 3/4 for the MLP in float64, with the given lots and standard normal draws:
+    """Paper 001 Alg. 3/4 for one MLP in float64, with the given lots and standard normal draws:
     g = (clipped sum + 2 L z draw) / m for every tensor, then SGD, or Adam with both moments of g."""
-    params = [p.double() for p in mlp.init_params(mlp.ARCHITECTURES[arch], torch.Generator().manual_seed(seed), "cpu")]
+    params = [p.double()[None] for p in mlp.init_params(mlp.ARCHITECTURES[arch], torch.Generator().manual_seed(seed), "cpu")]
     mu, nu = [torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params]
     xs, ys = torch.as_tensor(x, dtype=torch.float64), torch.as_tensor(y)
+    clip = torch.tensor([hp.clip], dtype=torch.float64)
     for t, (lot, step_draws) in enumerate(zip(lots, draws), start=1):
-        grads, _ = CLIPPED_SUM[mlp]([p.requires_grad_(True) for p in params], xs[lot], ys[lot], hp.clip)
-        params = [p.detach() for p in params]
+        grads, _ = CLIPPED_SUM[mlp](params, xs[lot][None], ys[lot][None], clip)
         for k, (g, e) in enumerate(zip(grads, step_draws)):
-            g = (g.detach() + 2 * hp.clip * hp.noise * e.double()) / hp.lot_size
+            g = (g + 2 * hp.clip * hp.noise * e.double()) / hp.lot_size
             if optimizer == "sgd":
                 params[k] = params[k] - hp.learning_rate * g
             else:
@@ -138,94 +185,172 @@ def _mlp_reference(x, y, arch, optimizer, hp, seed, lots, draws):
                 nu[k] = ADAM_BETA2 * nu[k] + (1 - ADAM_BETA2) * g * g
                 params[k] = params[k] - hp.learning_rate * (mu[k] / (1 - ADAM_BETA1**t)) / (
                     torch.sqrt(nu[k] / (1 - ADAM_BETA2**t)) + ADAM_KAPPA)
-    return params
+    return [p[0] for p in params]
+
+
+def _mlp_reference_errors(x, y, optimizer, batch, rec, trained):
+    """Each network of the batch against the naive reference fed its own lots, draws, clip and rates."""
+    draws = rec.draws_by_step([p.shape[1:] for p in trained], batch.width)
+    names = [f"{kind}{layer}" for layer in range(len(trained) // 2) for kind in ("W", "b")]
+    errors = []
+    for b, (hp, seed) in enumerate(zip(batch.hypers, batch.seeds)):
+        if not np.allclose([c[b] for c in rec.clips], hp.clip):
+            errors.append(f"network {b}: clipped at {rec.clips[0][b]:.4g}, its L is {hp.clip:.4g}")
+        expected = _mlp_reference(x, y, "mlp2", optimizer, hp, seed, [lot[b] for lot in rec.lots],
+                                  [[d[b] for d in step] for step in draws])
+        for name, ours, ref in zip(names, trained, expected):
+            err, tol = float((ours[b].double() - ref).abs().max()), 1e-5 + 1e-4 * float(ref.abs().max())
+            if err >= tol:
+                errors.append(f"network {b} {name}: off the reference by {err:.3g}")
+    return errors
+
+
+def _run_mlp_against_reference(monkeypatch, optimizer):
+    n = 24
+    x, y = _mlp_data(n)
+    lr = 0.5 if optimizer == "sgd" else 0.01
+    batch = _batch(DPSGDHyper(epochs=2, lot_size=6, learning_rate=lr, noise=1.5, clip=1.2))
+    rec = _Recorder(monkeypatch, mlp, x, y)
+    trained = mlp.train_batch(x, y, "mlp2", optimizer, batch)
+    assert len(rec.lots) == dpsgd.steps(n, 6, 2) == 8, f"{len(rec.lots)} steps, the accountant counts 8"
+    return _mlp_reference_errors(x, y, optimizer, batch, rec, trained)
 
 
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_mlp_trainer_is_dpsgd_fed_its_lots_and_noise(monkeypatch, optimizer):
-    """mlp.train's parameters equal the naive Alg. 3/4 rerun on the lots it used and the normal draws
-    it made: one draw per tensor per step (biases included) scaled by 2 L z, added to the clipped sum,
-    divided by m; Adam's first and second moments both of that noised average. The noise (2 L z = 3.6
-    per coordinate) dwarfs the clipped sum (norm at most m L = 7.2 over all ~110,000 coordinates), so a
-    wrong scale, a tensor without noise or a moment of the un-noised gradient is far off."""
-    n, arch, seed = 24, "mlp2", 3
-    x, y = _mlp_data(n)
-    lr = 0.5 if optimizer == "sgd" else 0.01
-    hp = DPSGDHyper(epochs=2, lot_size=6, learning_rate=lr, noise=1.5, clip=1.2)
-    rec = _Recorder(monkeypatch, mlp, x, y)
-    trained = mlp.train(x, y, arch, optimizer, hp, seed=seed)
-    assert len(rec.lots) == dpsgd.steps(n, hp.lot_size, hp.epochs) == 8, f"{len(rec.lots)} steps, the accountant counts 8"
-    assert rec.clips == [hp.clip] * len(rec.lots)
-    draws = rec.draws_by_step([p.shape for p in trained])
-    expected = _mlp_reference(x, y, arch, optimizer, hp, seed, rec.lots, draws)
-    names = [f"{kind}{layer}" for layer in range(len(trained) // 2) for kind in ("W", "b")]
-    errors = [(name, float((ours.double() - ref).abs().max()), 1e-5 + 1e-4 * float(ref.abs().max()))
-              for name, ours, ref in zip(names, trained, expected)]
-    assert all(err < tol for _, err, tol in errors), f"{optimizer}: off the reference by " + ", ".join(
-        f"{name} {err:.3g}" for name, err, tol in errors if err >= tol)
+    """Each of three networks stepped together equals the naive Alg. 3/4 rerun on the lots it used and
+    the normal draws it made, with its own clip, noise and rate: one draw per tensor per step (biases
+    included) scaled by 2 L z, added to the clipped sum, divided by m; Adam's first and second moments
+    both of that noised average. The noise (2 L z = 3.6 per coordinate) dwarfs the clipped sum (norm at
+    most m L = 7.2 over all ~110,000 coordinates), so a wrong scale, a tensor without noise or a moment of
+    the un-noised gradient is far off."""
+    errors = _run_mlp_against_reference(monkeypatch, optimizer)
+    assert not errors, f"{optimizer}: " + "; ".join(errors)
+
+
+def _mlp_noise_errors(monkeypatch):
+    """Zero gradients, n = m (one step an epoch, a checkpoint after each): every step moves every
+    coordinate of every tensor of network b, each bias included, by -lr_b N(0, (2 L_b z_b)^2) / m."""
+    n, steps = 5, 40
+    x, y = _mlp_data(n, seed=1)
+    batch = _batch(DPSGDHyper(epochs=steps, lot_size=n, learning_rate=0.3, noise=0.9, clip=0.8), seeds=(7, 8, 9))
+    _Recorder(monkeypatch, mlp, x, y, zero=True)
+    seen = []
+    mlp.train_batch(x, y, "mlp2", "sgd", batch, checkpoint=lambda e, ps: seen.append([p.clone() for p in ps]))
+    assert len(seen) == steps, f"{len(seen)} steps (checkpoints), the accountant counts {steps}"
+    path = [mlp.init_batch(mlp.ARCHITECTURES["mlp2"], batch.seeds, "cpu")] + seen
+    errors = []
+    for b, hp in enumerate(batch.hypers):
+        sigma = hp.learning_rate * 2 * hp.clip * hp.noise / hp.lot_size
+        errors += [_normal_scale_error(f"network {b} layer {k // 2} {'bias' if k % 2 else 'weight'}",
+                                       torch.stack([after[k][b] - before[k][b] for before, after in zip(path[:-1], path[1:])]),
+                                       sigma) for k in range(len(path[0]))]
+    return [e for e in errors if e]
 
 
 def test_mlp_trainer_noise_is_2Lz_over_m_in_every_tensor(monkeypatch):
-    """Zero gradients, n = m (one step an epoch, a checkpoint after each): every step moves every
-    coordinate of every tensor, each bias included, by -lr N(0, (2 L z)^2) / m."""
-    n, steps = 5, 40
-    x, y = _mlp_data(n, seed=1)
-    hp = DPSGDHyper(epochs=steps, lot_size=n, learning_rate=0.3, noise=0.9, clip=0.8)
-    _Recorder(monkeypatch, mlp, x, y, zero=True)
-    seen = []
-    mlp.train(x, y, "mlp2", "sgd", hp, seed=7, checkpoint=lambda e, ps: seen.append([p.clone() for p in ps]))
-    assert len(seen) == steps, f"{len(seen)} steps (checkpoints), the accountant counts {steps}"
-    start = mlp.init_params(mlp.ARCHITECTURES["mlp2"], torch.Generator().manual_seed(7), "cpu")
-    path = [start] + seen
-    sigma = hp.learning_rate * 2 * hp.clip * hp.noise / hp.lot_size
-    errors = [_normal_scale_error(f"layer {k // 2} {'bias' if k % 2 else 'weight'}",
-                                  torch.stack([b[k] - a[k] for a, b in zip(path[:-1], path[1:])]), sigma)
-              for k in range(len(start))]
-    assert not any(errors), "; ".join(e for e in errors if e)
+    errors = _mlp_noise_errors(monkeypatch)
+    assert not errors, "; ".join(errors)
+
+
+def _mlp_lot_errors(monkeypatch, optimizer, epochs):
+    n, m = 20, 6   # round(20/6) = 3 steps an epoch (not 20 // 6 + 1 or ceil)
+    x, y = _mlp_data(n, seed=2)
+    rec = _Recorder(monkeypatch, mlp, x, y, zero=True)
+    batch = _batch(DPSGDHyper(epochs, m, 0.01, 1.0, 1.0), seeds=(0, 1, 2))
+    trained = mlp.train_batch(x, y, "mlp2", optimizer, batch)
+    assert len(rec.lots) == dpsgd.steps(n, m, epochs) == 3 * epochs, f"{len(rec.lots)} steps, the accountant counts {3 * epochs}"
+    rec.draws_by_step([p.shape[1:] for p in trained], batch.width)
+    return _batch_lot_errors(rec.lots, n, m) if optimizer == "sgd" else []
 
 
 @pytest.mark.parametrize("optimizer,epochs", [("sgd", 100), ("adam", 7)])
 def test_mlp_trainer_runs_the_lots_and_steps_dpsgd_accounts_for(monkeypatch, optimizer, epochs):
-    """T = epochs * round(n/m) gradient steps (one noise draw per tensor each), each on m distinct
-    examples, uniform and drawn afresh every step (checked over 300 lots with SGD)."""
-    n, m = 20, 6   # round(20/6) = 3 steps an epoch (not 20 // 6 + 1 or ceil)
-    x, y = _mlp_data(n, seed=2)
-    rec = _Recorder(monkeypatch, mlp, x, y, zero=True)
-    trained = mlp.train(x, y, "mlp2", optimizer, DPSGDHyper(epochs, m, 0.01, 1.0, 1.0), seed=0)
-    assert len(rec.lots) == dpsgd.steps(n, m, epochs) == 3 * epochs, f"{len(rec.lots)} steps, the accountant counts {3 * epochs}"
-    rec.draws_by_step([p.shape for p in trained])
-    if optimizer == "sgd":
-        _assert_uniform_fresh_lots(rec.lots, n, m)
+    """T = epochs * round(n/m) gradient steps (one noise draw per tensor each), each network's lot m
+    distinct examples, uniform, drawn afresh every step and independently of the other networks' (checked
+    over 300 lots with SGD)."""
+    errors = _mlp_lot_errors(monkeypatch, optimizer, epochs)
+    assert not errors, "; ".join(errors)
+
+
+def _plant(monkeypatch, bug):
+    """A bug in network 1 of the batch only (the others stay correct)."""
+    if bug == "noise halved":
+        real = Batch.noise_std
+        monkeypatch.setattr(Batch, "noise_std", lambda self, dev: real(self, dev) * torch.tensor([1.0, 0.5, 1.0]))
+    elif bug == "clip doubled":
+        real_column = Batch.column
+
+        def column(self, values, dev):
+            out = real_column(self, values, dev)
+            if [float(v) for v in values] == [h.clip for h in self.hypers]:   # the clip column
+                out = out * torch.tensor([1.0, 2.0, 1.0])
+            return out
+        monkeypatch.setattr(Batch, "column", column)
+    elif bug == "lot shared with network 0":
+        real_lots = batch_module.draw_lots
+
+        def shared(generator, width, n, m, dev):
+            lots = real_lots(generator, width, n, m, dev)
+            lots[1] = lots[0]
+            return lots
+        monkeypatch.setattr(mlp, "draw_lots", shared)
+    elif bug == "lot shuffled once an epoch":
+        real_lots = batch_module.draw_lots
+        order = {}
+
+        def epoch_lots(generator, width, n, m, dev):
+            lots = real_lots(generator, width, n, m, dev)
+            order.setdefault("perm", np.random.default_rng(0).permutation(n))
+            order.setdefault("t", 0)
+            start = (order["t"] * m) % (n - n % m)
+            lots[1] = torch.as_tensor(order["perm"][start:start + m])
+            order["t"] += 1
+            return lots
+        monkeypatch.setattr(mlp, "draw_lots", epoch_lots)
+
+
+@pytest.mark.parametrize("bug,check", [("noise halved", "noise"), ("clip doubled", "reference"),
+                                       ("lot shared with network 0", "lots"), ("lot shuffled once an epoch", "lots")])
+def test_a_bug_planted_in_one_network_of_a_batch_is_caught(monkeypatch, bug, check):
+    """The checks above look at every network of the batch: a bug in network 1 alone fails them, naming it."""
+    _plant(monkeypatch, bug)
+    errors = {"noise": lambda: _mlp_noise_errors(monkeypatch),
+              "reference": lambda: _run_mlp_against_reference(monkeypatch, "sgd"),
+              "lots": lambda: _mlp_lot_errors(monkeypatch, "sgd", 100)}[check]()
+    assert errors, f"{bug} in network 1 went unnoticed"
+    assert all("network 1" in e or "and 1" in e for e in errors), errors
 
 
 # ---- CNN ------------------------------------------------------------------------------------------------
 
 def test_cnn_trainer_is_dpsgd_fed_its_lots_and_noise(monkeypatch):
-    """cnn.train's parameters equal naive DP-SGD rerun (float64) on the lots, dropout masks and normal
-    draws it used: per tensor, biases included, -lr (clipped sum + 2 L z draw) / m."""
-    n, seed = 6, 4
+    """Each of three CNNs stepped together equals naive DP-SGD rerun (float64, one `Net` at a time) on the
+    lots, dropout masks and normal draws it used: per tensor, biases included, -lr (clipped sum + 2 L z
+    draw) / m, with its own clip, noise and rate."""
+    n = 6
     rng = np.random.default_rng(5)
     x, y = rng.random((n, 784)).astype(np.float32), rng.integers(0, 10, n)
-    hp = DPSGDHyper(epochs=1, lot_size=3, learning_rate=0.5, noise=1.1, clip=0.9)
+    batch = _batch(DPSGDHyper(epochs=1, lot_size=3, learning_rate=0.5, noise=1.1, clip=0.9), seeds=(4, 5, 6))
     rec = _Recorder(monkeypatch, cnn, cnn.images(x), y)
-    trained = cnn.train(x, y, hp, seed=seed)
-    assert len(rec.lots) == dpsgd.steps(n, hp.lot_size, hp.epochs) == 2, f"{len(rec.lots)} steps, the accountant counts 2"
-    assert rec.clips == [hp.clip] * 2
-    model = cnn.Net()
-    cnn.init_params(model, torch.Generator().manual_seed(seed))
-    model = model.double()
-    names = [k for k, _ in model.named_parameters()]
-    draws = rec.draws_by_step([p.shape for p in model.parameters()])
+    trained = cnn.train_batch(x, y, batch)
+    assert len(rec.lots) == dpsgd.steps(n, 3, 1) == 2, f"{len(rec.lots)} steps, the accountant counts 2"
+    draws = rec.draws_by_step([cnn.SHAPES[k] for k in cnn.NAMES], batch.width)
     xs, ys = torch.as_tensor(cnn.images(x), dtype=torch.float64), torch.as_tensor(y)
-    for lot, masks, step_draws in zip(rec.lots, rec.masks, draws):
-        sums, _ = CLIPPED_SUM[cnn](model, xs[lot], ys[lot], tuple(mk.double() for mk in masks), hp.clip)
-        with torch.no_grad():
-            for (k, p), e in zip(model.named_parameters(), step_draws):
-                p -= hp.learning_rate * (sums[k] + 2 * hp.clip * hp.noise * e.double()) / hp.lot_size
-    errors = [(k, float((ours.detach().double() - ref.detach()).abs().max()), 1e-5 + 1e-4 * float(ref.detach().abs().max()))
-              for k, ours, ref in zip(names, trained.parameters(), model.parameters())]
-    assert all(err < tol for _, err, tol in errors), "off the reference by " + ", ".join(
-        f"{k} {err:.3g}" for k, err, tol in errors if err >= tol)
+    errors = []
+    for b, (hp, seed) in enumerate(zip(batch.hypers, batch.seeds)):
+        assert np.allclose([c[b] for c in rec.clips], hp.clip)
+        params = {k: v.double() for k, v in cnn.init_batch([seed], "cpu").items()}
+        for lot, masks, step_draws in zip(rec.lots, rec.masks, draws):
+            sums, _ = CLIPPED_SUM[cnn](params, xs[lot[b]][None], ys[lot[b]][None],
+                                       tuple(mk[b:b + 1].double() for mk in masks), torch.tensor([hp.clip]))
+            for k, e in zip(cnn.NAMES, step_draws):
+                params[k] = params[k] - hp.learning_rate * (sums[k] + 2 * hp.clip * hp.noise * e[b:b + 1].double()) / hp.lot_size
+        for k in cnn.NAMES:
+            err, tol = float((trained[k][b].double() - params[k][0]).abs().max()), 1e-5 + 1e-4 * float(params[k].abs().max())
+            if err >= tol:
+                errors.append(f"network {b} {k}: off the reference by {err:.3g}")
+    assert not errors, "; ".join(errors)
 
 
 # ---- linear (numba kernel) ------------------------------------------------------------------------------

@@ -231,3 +231,26 @@ def test_a_trace_axis_the_domain_does_not_search_means_no_traces():
         "oracle": str(REPO / "tests/user_problems/noisy_mean_steps.py") + ":NoisyMeanSteps",
         "domain": {"rate": {"low": 0.1, "high": 1.0}, "sigma": {"low": 0.001, "high": 0.1, "log": True}}})
     assert problem.oracle.trace_axis is None
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_batched_mlp_trace_checkpoints_are_the_shorter_batch_bit_for_bit(optimizer):
+    """Three networks with their own rates and noises stepped together: each checkpoint is the batch of that
+    many epochs, every network bit for bit; the same seeds give the same batch."""
+    from dptradeoff.train.batch import Batch
+
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 10, 90)
+    x = rng.random((90, 784)).astype(np.float32)
+
+    def batch(epochs):
+        return Batch(tuple(DPSGDHyper(epochs, 30, lr, z, 1.0) for lr, z in ((0.05, 0.7), (0.02, 1.1), (0.1, 0.4))),
+                     (9, 10, 11))
+
+    seen = {}
+    final = mlp.train_batch(x, y, "mlp2", optimizer, batch(3),
+                            checkpoint=lambda e, params: seen.update({e: [p.clone() for p in params]}))
+    assert all(torch.equal(p, q) for p, q in zip(final, mlp.train_batch(x, y, "mlp2", optimizer, batch(3))))
+    for e in (1, 2):
+        alone = mlp.train_batch(x, y, "mlp2", optimizer, batch(e))
+        assert all(torch.equal(p, q) for p, q in zip(seen[e], alone)), f"epoch {e}"

@@ -51,11 +51,14 @@ def test_linear_clipped_gradient_sum_equals_opacus(loss):
 def test_mlp_ghost_clipping_equals_opacus():
     torch.manual_seed(0)
     sizes, m, clip = (20, 16, 8, 5), 32, 0.5
-    params = mlp.init_params(sizes, torch.Generator().manual_seed(1), torch.device("cpu"))
-    params = [p.double().requires_grad_(True) for p in params]
-    x = torch.randn(m, 20, dtype=torch.float64)
-    y = torch.randint(0, 5, (m,))
-    ours, our_norms = mlp.clipped_gradient_sum(params, x, y, clip)
+    # two networks stacked, each on its own lot and clip: network 1 is checked against Opacus
+    params = [torch.stack(pair).double() for pair in zip(
+        mlp.init_params(sizes, torch.Generator().manual_seed(7), torch.device("cpu")),
+        mlp.init_params(sizes, torch.Generator().manual_seed(1), torch.device("cpu")))]
+    xs = torch.randn(2, m, 20, dtype=torch.float64)
+    ys = torch.randint(0, 5, (2, m))
+    stacked, stacked_norms = mlp.clipped_gradient_sum(params, xs, ys, torch.tensor([0.1, clip], dtype=torch.float64))
+    ours, our_norms, x, y, params = [g[1] for g in stacked], stacked_norms[1], xs[1], ys[1], [p[1] for p in params]
 
     model = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.ReLU(), torch.nn.Linear(16, 8), torch.nn.ReLU(),
                                 torch.nn.Linear(8, 5)).double()

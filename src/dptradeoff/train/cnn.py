@@ -5,14 +5,16 @@ Opacus): conv(1, 32, 3, 1) -> relu -> conv(32, 64, 3, 1) -> relu -> max-pool 2 -
 fc(9216, 128) -> relu -> dropout 0.5 -> fc(128, 10) -> log-softmax (pytorch/examples at
 e9a4e75, mnist/main.py, which paper 004 cites).
 
-`train` is the same DP-SGD as mlp.py, so that `dpsgd` accounts for it unchanged: T =
+`train_batch` trains B networks side by side (batch.py): stacked parameters, the convolutions of all B
+networks as one grouped convolution (the lot of network b in channel group b), the dense layers as
+batched matrix products. It is the same DP-SGD as mlp.py, so that `dpsgd` accounts for it unchanged: T =
 epochs * round(n / m) steps (`DPSGDHyper.steps`), each on a lot of m distinct examples drawn
 uniformly without replacement, afresh every step (`DPSGDHyper.lots`); every per-example gradient
 is clipped to L2 norm L, N(0, (2 L z)^2) is added to the sum (replace-one sensitivity 2L) and the
 result divided by m. Per-example gradient norms and the clipped sum come from one ordinary forward
 and backward pass (`clipped_gradient_sum`: per-example gradients materialised for the two small
 convolutions only, ghost norms for the dense layers, whose fc1 alone has 1.2 M weights), `CHUNK`
-examples at a time so memory stays bounded. Dropout is applied with masks drawn from the trainer's own generator, one per example,
+examples at a time so memory stays bounded. Dropout is applied with masks drawn on the device from the batch's generator, one per example,
 with nn.Dropout's law (zero with probability p, else scaled by 1 / (1 - p)); dropout only changes
 the function whose gradient is clipped, not the privacy analysis. Input: MNIST pixel rows in [0, 1]
 (784 features, data/mnist.py), reshaped to 1x28x28 and normalised as the Basic MNIST Example does.
@@ -27,8 +29,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .batch import Batch, device, draw_lots, noised_average, parts, per_network
 from .hyper import DPSGDHyper
-from .mlp import device
+from .mlp import _dense, _weight_sums
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081   # the Basic MNIST Example's normalisation
 DROPOUT = (0.25, 0.5)
@@ -74,95 +77,169 @@ def init_params(model: Net, generator: torch.Generator) -> None:
                 p.copy_((torch.rand(p.shape, generator=generator) * 2 - 1) * bound)
 
 
-def dropout_masks(count: int, generator: torch.Generator, dev) -> tuple[torch.Tensor, torch.Tensor]:
-    """One pair of dropout masks per example: after the pooling (64x12x12) and after fc1 (128)."""
-    return tuple(torch.bernoulli(torch.full((count, *shape), 1.0 - p, device=dev), generator=generator).div_(1.0 - p)
+NAMES = ("conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
+SHAPES = {"conv1.weight": (32, 1, 3, 3), "conv1.bias": (32,), "conv2.weight": (64, 32, 3, 3), "conv2.bias": (64,),
+          "fc1.weight": (128, 9216), "fc1.bias": (128,), "fc2.weight": (10, 128), "fc2.bias": (10,)}
+
+
+def init_batch(seeds, dev) -> dict[str, torch.Tensor]:
+    """Every network initialised from its own seed (as `init_params`), stacked: name -> (B, ...)."""
+    nets = []
+    for s in seeds:
+        model = Net()
+        init_params(model, torch.Generator().manual_seed(int(s)))
+        nets.append(dict(model.named_parameters()))
+    return {k: torch.stack([net[k].detach() for net in nets]).to(dev) for k in NAMES}
+
+
+def network(params: dict[str, torch.Tensor], b: int = 0) -> Net:
+    """Network b of a batch as a `Net` in eval mode (on the batch's device)."""
+    model = Net().to(params[NAMES[0]].device)
+    with torch.no_grad():
+        for k, p in model.named_parameters():
+            p.copy_(params[k][b])
+    return model.eval()
+
+
+def stacked(model: Net) -> dict[str, torch.Tensor]:
+    """One network's parameters as a batch of width 1."""
+    return {k: p.detach().unsqueeze(0) for k, p in model.named_parameters()}
+
+
+def dropout_masks(width: int, count: int, generator: torch.Generator, dev) -> tuple[torch.Tensor, torch.Tensor]:
+    """One pair of dropout masks per network and example: after the pooling (B, m, 64, 12, 12) and after fc1
+    (B, m, 128), each entry 0 with probability p, else 1 / (1 - p)."""
+    return tuple(torch.bernoulli(torch.full((width, count, *shape), 1.0 - p, device=dev), generator=generator).div_(1.0 - p)
                  for p, shape in zip(DROPOUT, ((64, 12, 12), (128,))))
 
 
-def clipped_gradient_sum(model: Net, x, y, masks, clip: float, chunk: int = CHUNK):
-    """Sum over the lot of per-example gradients clipped to L2 norm `clip` (the norm over all
-    parameters together); returns (gradient sums by parameter name, per-example norms before clipping).
+def _grouped(x: torch.Tensor) -> torch.Tensor:
+    """(B, m, C, H, W) -> (m, B * C, H, W): network b's examples in channel group b."""
+    b, m, c, h, w = x.shape
+    return x.transpose(0, 1).reshape(m, b * c, h, w)
+
+
+def forward(params, x, masks=None):
+    """Log-probabilities (B, m, 10) of the stacked networks on images x (B, m, 1, 28, 28), and the layers'
+    (input, output) pairs: the convolutions' in grouped layout (m, B * C, H, W), the dense layers' (B, m, .).
+    `masks`: dropout masks as `dropout_masks` draws them, or None (eval mode: no dropout)."""
+    width, m = x.shape[:2]
+    cache = []
+    h = _grouped(x)
+    for name in ("conv1", "conv2"):
+        w = params[f"{name}.weight"]
+        z = F.conv2d(h, w.reshape(-1, *w.shape[2:]), params[f"{name}.bias"].reshape(-1), groups=width)
+        cache.append((h, z))
+        h = F.relu(z)
+    h = F.max_pool2d(h, 2).reshape(m, width, 9216).transpose(0, 1)     # (B, m, 64 * 12 * 12)
+    if masks is not None:
+        h = h * masks[0].reshape(width, m, 9216)
+    z = _dense(h, params["fc1.weight"], params["fc1.bias"])
+    cache.append((h, z))
+    h = F.relu(z)
+    if masks is not None:
+        h = h * masks[1]
+    z = _dense(h, params["fc2.weight"], params["fc2.bias"])
+    cache.append((h, z))
+    return F.log_softmax(z, dim=2), cache
+
+
+def clipped_gradient_sum(params, x, y, masks, clip, keep=None, chunk: int = CHUNK):
+    """For each network b, the sum over its lot x[b] of per-example gradients clipped to L2 norm clip[b] (the
+    norm over all parameters together); returns (stacked gradient sums by parameter name, per-example norms
+    before clipping (B, m)). `keep` (B, m), where given, leaves out the examples where it is False.
 
     One forward and one backward pass to the layers' outputs per chunk of examples. Per-example
     gradients: a convolution's is g_i unfold(h_i)^T (materialised: 18,496 numbers per example for
     conv2); a dense layer's is the outer product g_i h_i^T, whose squared norm ||g_i||^2 ||h_i||^2 (plus
     ||g_i||^2 for the bias) needs no materialising, and whose clipped sum is (s * G)^T H (as mlp.py)."""
-    convs, dense = (model.conv1, model.conv2), (model.fc1, model.fc2)
-    sums = {k: torch.zeros_like(v) for k, v in model.named_parameters()}
+    width = x.shape[0]
+    params = {k: params[k].detach().requires_grad_(True) for k in NAMES}   # leaves for the graph, sharing storage
+    sums = {k: torch.zeros_like(params[k]) for k in NAMES}
     norms = []
-    for s in range(0, len(x), chunk):
-        inputs, outputs = {}, {}
-
-        def keep(module, args, out):
-            inputs[module], outputs[module] = args[0].detach(), out
-
-        handles = [layer.register_forward_hook(keep) for layer in convs + dense]
-        try:
-            loss = F.nll_loss(model(x[s:s + chunk], (masks[0][s:s + chunk], masks[1][s:s + chunk])), y[s:s + chunk],
-                              reduction="sum")
-        finally:
-            for handle in handles:
-                handle.remove()
-        grads = torch.autograd.grad(loss, [outputs[layer] for layer in convs + dense])
+    for s in range(0, x.shape[1], chunk):
+        part = slice(s, s + chunk)
+        log_probs, cache = forward(params, x[:, part], (masks[0][:, part], masks[1][:, part]))
+        loss = F.nll_loss(log_probs.flatten(0, 1), y[:, part].flatten(), reduction="sum")
+        grads = torch.autograd.grad(loss, [z for _, z in cache])
         with torch.no_grad():
             per_conv, sq = [], 0.0
-            for layer, g in zip(convs, grads[:2]):
-                g = g.flatten(2)                                          # (B, C_out, positions)
-                w = torch.bmm(g, F.unfold(inputs[layer], layer.kernel_size).transpose(1, 2))  # (B, C_out, C_in k k)
-                b = g.sum(2)
-                per_conv.append((w, b))
-                sq = sq + w.pow(2).sum((1, 2)) + b.pow(2).sum(1)
-            for layer, g in zip(dense, grads[2:]):
-                sq = sq + g.pow(2).sum(1) * (inputs[layer].pow(2).sum(1) + 1.0)
+            for (h, _), g, name in zip(cache[:2], grads[:2], ("conv1", "conv2")):
+                rows = g.shape[0]
+                g = g.reshape(rows, width, g.shape[1] // width, -1)                      # (m, B, C_out, positions)
+                unfolded = F.unfold(h, 3).reshape(rows, width, -1, g.shape[3])         # (m, B, C_in k k, positions)
+                w = torch.einsum("mbcp,mbkp->mbck", g, unfolded)                          # (m, B, C_out, C_in k k)
+                b = g.sum(3)
+                per_conv.append((name, w, b))
+                sq = sq + w.pow(2).sum((2, 3)).T + b.pow(2).sum(2).T                     # (B, m)
+            for (h, _), g in zip(cache[2:], grads[2:]):
+                sq = sq + g.pow(2).sum(2) * (h.pow(2).sum(2) + 1.0)
             norm = sq.sqrt()
-            scale = torch.clamp(clip / norm.clamp_min(1e-12), max=1.0)
-            for name, (w, b) in zip(("conv1", "conv2"), per_conv):
-                sums[f"{name}.weight"] += torch.tensordot(scale, w, dims=1).view_as(sums[f"{name}.weight"])
-                sums[f"{name}.bias"] += scale @ b
-            for name, layer, g in zip(("fc1", "fc2"), dense, grads[2:]):
-                gs = g * scale[:, None]
-                sums[f"{name}.weight"] += gs.T @ inputs[layer]
-                sums[f"{name}.bias"] += gs.sum(0)
+            scale = torch.clamp(per_network(clip, norm) / norm.clamp_min(1e-12), max=1.0)
+            if keep is not None:
+                scale = scale * keep[:, part]
+            for name, w, b in per_conv:
+                sums[f"{name}.weight"] += torch.einsum("bm,mbck->bck", scale, w).view_as(sums[f"{name}.weight"])
+                sums[f"{name}.bias"] += torch.einsum("bm,mbc->bc", scale, b)
+            for name, (h, _), g in zip(("fc1", "fc2"), cache[2:], grads[2:]):
+                gs = g * scale.unsqueeze(2)
+                sums[f"{name}.weight"] += _weight_sums(gs, h)
+                sums[f"{name}.bias"] += gs.sum(1)
         norms.append(norm)
-    return sums, torch.cat(norms)
+    return sums, torch.cat(norms, dim=1)
+
+
+def train_batch(x: np.ndarray, y: np.ndarray, batch: Batch, checkpoint=None) -> dict[str, torch.Tensor]:
+    """DP-SGD (plain SGD steps) of `batch`'s CNNs on pixel rows x, labels y; returns the stacked parameters.
+    Every step draws, from the batch's generator: the lots, the dropout masks, then the noise of each tensor.
+    `checkpoint(epoch, params)`, where given, is called after every epoch with the stacked parameters
+    (as mlp.train_batch: what it sees after epoch e is a batch of e epochs from the same seeds)."""
+    dev = device()
+    xs = torch.as_tensor(images(x), device=dev)
+    ys = torch.as_tensor(np.asarray(y, dtype=np.int64), device=dev)
+    n, m, width = len(xs), batch.lot_size, batch.width
+    params = init_batch(batch.seeds, dev)
+    stream = torch.Generator(device=dev).manual_seed(batch.stream_seed)
+    std = batch.noise_std(dev)
+    clip = batch.column([h.clip for h in batch.hypers], dev)
+    lr = batch.column([h.learning_rate for h in batch.hypers], dev)
+    pieces = parts(width, dev)
+    steps = batch.steps(n)
+    steps_per_epoch = steps // batch.epochs
+    for step in range(1, steps + 1):
+        idx = draw_lots(stream, width, n, m, dev)
+        masks = dropout_masks(width, m, stream, dev)
+        grads, _ = clipped_gradient_sum(params, xs[idx], ys[idx], masks, clip)
+        with torch.no_grad():
+            for name in NAMES:
+                p, g = params[name], grads[name]
+                for part in pieces:
+                    # (g + noise * std) / m, as mlp.py: N(0, (2 L z)^2) on the sum of clipped gradients
+                    g_part = noised_average(g[part], stream, std[part], m)
+                    p[part] -= g_part.mul_(per_network(lr[part], g_part))
+        if checkpoint is not None and step % steps_per_epoch == 0:
+            checkpoint(step // steps_per_epoch, params)
+    return params
 
 
 def train(x: np.ndarray, y: np.ndarray, hp: DPSGDHyper, seed: int, checkpoint=None) -> Net:
-    """DP-SGD (plain SGD steps) of the CNN on pixel rows x, labels y; returns the network in eval mode.
-    `checkpoint(epoch, model)`, where given, is called after every epoch with the network in eval mode
-    (as mlp.train: what it sees after epoch e is a training of e epochs from the same seed); the
-    training continues in train mode after it."""
-    dev = device()
-    rng = np.random.default_rng(seed)
-    model = Net()
-    init_params(model, torch.Generator().manual_seed(seed))
-    model.to(dev)
-    xs = torch.as_tensor(images(x), device=dev)
-    ys = torch.as_tensor(np.asarray(y, dtype=np.int64), device=dev)
-    noise_std = 2.0 * hp.clip * hp.noise
-    noise_gen = torch.Generator(device=dev).manual_seed(seed + 1)
-    mask_gen = torch.Generator(device=dev).manual_seed(seed + 2)
-    steps_per_epoch = hp.steps(len(xs)) // hp.epochs
-    for step, lot in enumerate(hp.lots(len(xs), rng), start=1):
-        idx = torch.as_tensor(lot, device=dev)
-        grads, _ = clipped_gradient_sum(model, xs[idx], ys[idx], dropout_masks(len(idx), mask_gen, dev), hp.clip)
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                g = grads[name]
-                # (g + noise * std) / m, as mlp.py: N(0, (2 L z)^2) on the sum of clipped gradients
-                g = torch.randn(g.shape, generator=noise_gen, device=dev).mul_(noise_std).add_(g).div_(hp.lot_size)
-                p -= g.mul_(hp.learning_rate)
-        if checkpoint is not None and step % steps_per_epoch == 0:
-            checkpoint(step // steps_per_epoch, model.eval())
-            model.train()
-    return model.eval()
+    """One network: `train_batch` of width 1, as a `Net` in eval mode. `checkpoint(epoch, model)` sees the
+    network after every epoch, in eval mode."""
+    watch = None if checkpoint is None else (lambda epoch, params: checkpoint(epoch, network(params)))
+    return network(train_batch(x, y, Batch.replications(hp, [seed]), watch))
 
 
 @torch.no_grad()
-def accuracy(model: Net, x: np.ndarray, y: np.ndarray, chunk: int = 1000) -> float:
-    dev = next(model.parameters()).device
-    xs = images(x)
-    predicted = np.concatenate([model(torch.as_tensor(xs[s:s + chunk], device=dev)).argmax(1).cpu().numpy()
-                                for s in range(0, len(xs), chunk)])
-    return float((predicted == np.asarray(y)).mean())
+def accuracies(params, x: np.ndarray, y: np.ndarray, chunk: int = 500) -> np.ndarray:
+    """Test accuracy of each of the stacked networks (or of one `Net`): (B,)."""
+    params = stacked(params) if isinstance(params, Net) else params
+    width = params[NAMES[0]].shape[0]
+    xs = torch.as_tensor(images(x), device=params[NAMES[0]].device)
+    predicted = torch.cat([forward(params, xs[s:s + chunk].unsqueeze(0).expand(width, -1, -1, -1, -1))[0].argmax(2)
+                           for s in range(0, len(xs), chunk)], dim=1).cpu().numpy()
+    return (predicted == np.asarray(y)[None, :]).mean(axis=1)
+
+
+def accuracy(model, x: np.ndarray, y: np.ndarray) -> float:
+    """One network's test accuracy (a `Net`, or a batch of width 1)."""
+    return float(accuracies(model, x, y)[0])
