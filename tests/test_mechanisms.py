@@ -57,11 +57,11 @@ class _Recorder:
             np.testing.assert_array_equal(yb.cpu().numpy(), y[lot])
             self.lots.append(lot)
             self.clips.append(clip.detach().cpu().numpy().copy())
-            self.masks.append(None if masks is None else tuple(mk.detach().clone() for mk in masks))
+            self.masks.append(None if masks is None else tuple(mk.detach().cpu().clone() for mk in masks))
 
         def zeros(params, x):
             return ({k: torch.zeros_like(v) for k, v in params.items()} if isinstance(params, dict)
-                    else [torch.zeros_like(p) for p in params]), torch.zeros(x.shape[:2])
+                    else [torch.zeros_like(p) for p in params]), torch.zeros(x.shape[:2], device=x.device)
 
         if module is mlp:
             def wrapped(params, x, yb, clip, keep=None):
@@ -74,12 +74,11 @@ class _Recorder:
 
         def randn(*args, **kwargs):
             out = real_randn(*args, **kwargs)
-            self.draws.append(out.detach().clone())
+            self.draws.append(out.detach().cpu().clone())
             return out
 
+        # the trainers run where they would (the GPU when there is one); what is recorded comes to the CPU
         monkeypatch.setattr(module, "clipped_gradient_sum", wrapped)
-        monkeypatch.setattr(batch_module, "device", lambda: torch.device("cpu"))
-        monkeypatch.setattr(module, "device", lambda: torch.device("cpu"))
         monkeypatch.setattr(torch, "randn", randn)
 
     def draws_by_step(self, shapes, width):
@@ -199,7 +198,7 @@ def _mlp_reference_errors(x, y, optimizer, batch, rec, trained):
         expected = _mlp_reference(x, y, "mlp2", optimizer, hp, seed, [lot[b] for lot in rec.lots],
                                   [[d[b] for d in step] for step in draws])
         for name, ours, ref in zip(names, trained, expected):
-            err, tol = float((ours[b].double() - ref).abs().max()), 1e-5 + 1e-4 * float(ref.abs().max())
+            err, tol = float((ours[b].double().cpu() - ref).abs().max()), 1e-5 + 1e-4 * float(ref.abs().max())
             if err >= tol:
                 errors.append(f"network {b} {name}: off the reference by {err:.3g}")
     return errors
@@ -236,7 +235,7 @@ def _mlp_noise_errors(monkeypatch):
     batch = _batch(DPSGDHyper(epochs=steps, lot_size=n, learning_rate=0.3, noise=0.9, clip=0.8), seeds=(7, 8, 9))
     _Recorder(monkeypatch, mlp, x, y, zero=True)
     seen = []
-    mlp.train_batch(x, y, "mlp2", "sgd", batch, checkpoint=lambda e, ps: seen.append([p.clone() for p in ps]))
+    mlp.train_batch(x, y, "mlp2", "sgd", batch, checkpoint=lambda e, ps: seen.append([p.cpu().clone() for p in ps]))
     assert len(seen) == steps, f"{len(seen)} steps (checkpoints), the accountant counts {steps}"
     path = [mlp.init_batch(mlp.ARCHITECTURES["mlp2"], batch.seeds, "cpu")] + seen
     errors = []
@@ -277,14 +276,14 @@ def _plant(monkeypatch, bug):
     """A bug in network 1 of the batch only (the others stay correct)."""
     if bug == "noise halved":
         real = Batch.noise_std
-        monkeypatch.setattr(Batch, "noise_std", lambda self, dev: real(self, dev) * torch.tensor([1.0, 0.5, 1.0]))
+        monkeypatch.setattr(Batch, "noise_std", lambda self, dev: real(self, dev) * torch.tensor([1.0, 0.5, 1.0], device=dev))
     elif bug == "clip doubled":
         real_column = Batch.column
 
         def column(self, values, dev):
             out = real_column(self, values, dev)
             if [float(v) for v in values] == [h.clip for h in self.hypers]:   # the clip column
-                out = out * torch.tensor([1.0, 2.0, 1.0])
+                out = out * torch.tensor([1.0, 2.0, 1.0], device=out.device)
             return out
         monkeypatch.setattr(Batch, "column", column)
     elif bug == "lot shared with network 0":
@@ -347,7 +346,7 @@ def test_cnn_trainer_is_dpsgd_fed_its_lots_and_noise(monkeypatch):
             for k, e in zip(cnn.NAMES, step_draws):
                 params[k] = params[k] - hp.learning_rate * (sums[k] + 2 * hp.clip * hp.noise * e[b:b + 1].double()) / hp.lot_size
         for k in cnn.NAMES:
-            err, tol = float((trained[k][b].double() - params[k][0]).abs().max()), 1e-5 + 1e-4 * float(params[k].abs().max())
+            err, tol = float((trained[k][b].double().cpu() - params[k][0]).abs().max()), 1e-5 + 1e-4 * float(params[k].abs().max())
             if err >= tol:
                 errors.append(f"network {b} {k}: off the reference by {err:.3g}")
     assert not errors, "; ".join(errors)

@@ -28,52 +28,49 @@ from .whitebox import Trainings, step_log_ratios
 @dataclass(frozen=True)
 class Trainer:
     """How to run one torch trainer for the audit: its module, the coordinate j (parameter, flat index),
-    and a call training it with a seed."""
+    and a call training a batch of networks (train/batch.py) and returning their stacked parameters."""
     module: object
     parameter: str            # "0" for the MLP's first weight matrix (a list index), or a CNN parameter name
     index: int                # flat index of j inside that parameter
-    train: object             # train(x, y, hp, seed) -> parameters (list or module)
+    train: object             # train(x, y, batch) -> stacked parameters (list or dict)
 
 
 def mlp_trainer(architecture: str) -> Trainer:
     from ..train import mlp
 
     # W1[0, 0]: hidden unit 0's weight on pixel 0 (the top-left corner, 0 in every MNIST image)
-    return Trainer(mlp, "0", 0, lambda x, y, hp, seed: mlp.train(x, y, architecture, "sgd", hp, seed))
+    return Trainer(mlp, "0", 0, lambda x, y, batch: mlp.train_batch(x, y, architecture, "sgd", batch))
 
 
 def cnn_trainer() -> Trainer:
     from ..train import cnn
 
-    return Trainer(cnn, "fc1.weight", 0, lambda x, y, hp, seed: cnn.train(x, y, hp, seed))
+    return Trainer(cnn, "fc1.weight", 0, cnn.train_batch)
 
 
-def _value(params, trainer: Trainer) -> float:
-    if isinstance(params, (list, tuple)):
-        tensor = params[int(trainer.parameter)]
-    else:
-        tensor = dict(params.named_parameters())[trainer.parameter]
-    return float(tensor.detach().reshape(-1)[trainer.index])
+def _values(params, trainer: Trainer) -> torch.Tensor:
+    """Coordinate j of every network of the batch: (B,)."""
+    tensor = params[int(trainer.parameter)] if isinstance(params, (list, tuple)) else params[trainer.parameter]
+    return tensor.detach().reshape(tensor.shape[0], -1)[:, trainer.index].clone()
 
 
 @contextlib.contextmanager
-def dirac_canary(trainer: Trainer, sign: float, clip: float, marker: float, seen: list):
+def dirac_canary(trainer: Trainer, signs, clip: float, marker: float, seen: list):
     """While active, the trainer's clipped gradient sum treats a row whose every input is `marker` as the
-    canary: its clipped gradient is sign * clip on coordinate j. `seen` receives, at every step, coordinate
-    j's value at its start (the adversary's view of the model) and the real rows' clipped sum on j."""
+    canary: in network b its clipped gradient is signs[b] * clip on coordinate j. `seen` receives, at every
+    step, coordinate j's values at its start (the adversary's view of each model) and the real rows'
+    clipped sums on j, each (B,)."""
     module = trainer.module
     original = module.clipped_gradient_sum
 
-    def wrapped(model, x, y, *rest):
-        before = _value(model, trainer)
-        canary = (x.reshape(len(x), -1) == marker).all(dim=1)
-        keep = ~canary
-        rest = [tuple(r[keep] for r in arg) if isinstance(arg, tuple) else arg for arg in rest]
-        sums, norms = original(model, x[keep], y[keep], *rest)
+    def wrapped(params, x, y, *rest):
+        before = _values(params, trainer)
+        canary = (x.reshape(x.shape[0], x.shape[1], -1) == marker).all(dim=2)    # (B, m)
+        sums, norms = original(params, x, y, *rest, keep=~canary)
         target = sums[int(trainer.parameter)] if isinstance(sums, list) else sums[trainer.parameter]
-        seen.append((before, float(target.detach().reshape(-1)[trainer.index])))
-        if bool(canary.any()):
-            target.view(-1)[trainer.index] += sign * clip
+        column = target.view(target.shape[0], -1)[:, trainer.index]
+        seen.append((before, column.clone()))
+        column += torch.as_tensor(signs, dtype=column.dtype, device=column.device) * clip * canary.any(dim=1)
         return sums, norms
 
     module.clipped_gradient_sum = wrapped
@@ -83,13 +80,32 @@ def dirac_canary(trainer: Trainer, sign: float, clip: float, marker: float, seen
         module.clipped_gradient_sum = original
 
 
+def releases(trainer: Trainer, x, y, batch, signs, clip: float, marker: float, subtract_real: bool) -> np.ndarray:
+    """Train `batch` with the canary (network b's at signs[b] * clip); the adversary's view of every step's
+    release on coordinate j, -m (theta_t - theta_{t-1}) / lr, less the real rows' clipped sum there where
+    `subtract_real`: (B, steps)."""
+    seen: list = []
+    with dirac_canary(trainer, signs, clip, marker, seen):
+        final = trainer.train(x, y, batch)
+    values = torch.stack([v for v, _ in seen] + [_values(final, trainer)], dim=1).double().cpu().numpy()
+    lr = np.array([h.learning_rate for h in batch.hypers])[:, None]
+    o = -(values[:, 1:] - values[:, :-1]) / lr * batch.lot_size
+    if subtract_real:
+        o = o - torch.stack([r for _, r in seen], dim=1).double().cpu().numpy()
+    return o
+
+
 def train_and_score(trainer: Trainer, x: np.ndarray, y: np.ndarray, hp: DPSGDHyper, runs: int, seed: int, *,
-                    model: DPSGDHyper | None = None) -> Trainings:
+                    model: DPSGDHyper | None = None, width: int = 64) -> Trainings:
     """`runs` SGD trainings with the canary (+L e_j) and `runs` with its neighbour (-L e_j), on x plus the
     canary row, each scored by the sum of the steps' log-likelihood ratios under the mechanism `model`
-    (default hp) states. With lots of the whole dataset the adversary, who knows every real row and the
-    model, subtracts the real rows' clipped sum on j from each release (the wrapper's own number); with
-    subsampled lots it cannot (the lots are hidden), and they stay in the release as unseen noise."""
+    (default hp) states. The 2 x runs trainings are batches of at most `width` networks. With lots of the whole dataset the
+    adversary, who knows every real row and the model, subtracts the real rows' clipped sum on j from each
+    release (the wrapper's own number); with subsampled lots it cannot (the lots are hidden), and they stay
+    in the release as unseen noise."""
+    from ..train import cnn
+    from ..train.batch import Batch
+
     model = model or hp
     marker = 1.0
     wide = np.concatenate([np.asarray(x, np.float32), np.full((1, x.shape[1]), marker, np.float32)])
@@ -97,22 +113,12 @@ def train_and_score(trainer: Trainer, x: np.ndarray, y: np.ndarray, hp: DPSGDHyp
     n = len(labels)
     steps, q, sigma = hp.steps(n), hp.lot_size / n, 2.0 * model.clip * model.noise
     # the trainer sees images normalised (cnn.images): the marker it sees is the normalised 1
-    from ..train import cnn
     seen_marker = marker if trainer.module is not cnn else float(cnn.images(wide[-1:]).reshape(-1)[0])
-    scores = {}
-    seeds = np.random.default_rng(seed).integers(0, 2**62, size=(2, runs))   # every training its own streams
-    for k, (name, sign) in enumerate((("in", 1.0), ("out", -1.0))):
-        out = []
-        for r in range(runs):
-            seen: list[float] = []
-            with dirac_canary(trainer, sign, model.clip, seen_marker, seen):
-                final = trainer.train(wide, labels, hp, int(seeds[k, r]))
-            values = np.array([v for v, _ in seen] + [_value(final, trainer)])
-            o = -(values[1:] - values[:-1]) / hp.learning_rate * hp.lot_size
-            if q >= 1.0:
-                o = o - np.array([real for _, real in seen])
-            s = np.full_like(o, model.clip)
-            out.append(step_log_ratios(o, s, -s, q, sigma).sum())
-        scores[name] = np.array(out)
+    seeds = np.random.default_rng(seed).integers(0, 2**62, size=2 * runs)   # every training its own seed
+    signs = np.repeat([1.0, -1.0], runs)                                      # the first runs "in", the rest "out"
+    o = np.concatenate([releases(trainer, wide, labels, Batch.replications(hp, seeds[s:s + width]), signs[s:s + width],
+                                 model.clip, seen_marker, q >= 1.0) for s in range(0, len(seeds), width)])
+    s = np.full(steps, model.clip)
+    scores = np.array([step_log_ratios(row, s, -s, q, sigma).sum() for row in o])
     # the canary's +-L is constant: with the real rows' sum subtracted (q = 1) the score is exactly Gaussian
-    return Trainings(scores["in"], scores["out"], steps, q, 1.0, math.nan, exact=q >= 1.0)
+    return Trainings(scores[:runs], scores[runs:], steps, q, 1.0, math.nan, exact=q >= 1.0)

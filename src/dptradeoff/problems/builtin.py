@@ -129,29 +129,28 @@ class MLPDPSGD(DPSGD):
         return self.COSTS[self.architecture][1]
 
     def utilities(self, point, data, repeats, rng):
+        """The `repeats` replications trained side by side, one batch (train/batch.py)."""
         from ..train import mlp  # torch takes seconds to import: only the MLP problems pay for it
 
-        seeds = rng.integers(0, 2**62, size=repeats)
-        hp = self.hyper(point)
-        return np.array([mlp.accuracy(mlp.train(data.x_train, data.y_train, self.architecture, self.optimizer, hp, int(s)),
-                                      data.x_test, data.y_test) for s in seeds])
+        replications = mlp.Batch.replications(self.hyper(point), rng.integers(0, 2**62, size=repeats))
+        params = mlp.train_batch(data.x_train, data.y_train, self.architecture, self.optimizer, replications)
+        return mlp.accuracies(params, data.x_test, data.y_test)
 
     def utilities_trace(self, point, data, repeats, rng, checkpoints):
-        """As `utilities` (the same seeds: checkpoint e is `utilities` at e epochs exactly), each
-        replication's accuracy measured after every checkpoint epoch."""
+        """As `utilities` (the same seeds, the same batch: checkpoint e is `utilities` at e epochs exactly),
+        each replication's accuracy measured after every checkpoint epoch."""
         from ..train import mlp
 
         seeds = rng.integers(0, 2**62, size=repeats)
-        hp = self.hyper({**point, "epochs": checkpoints[-1]})
-        wanted, out = set(checkpoints), {e: [] for e in checkpoints}
+        replications = mlp.Batch.replications(self.hyper({**point, "epochs": checkpoints[-1]}), seeds)
+        wanted, out = set(checkpoints), {}
 
         def measure(epoch, params):
             if epoch in wanted:
-                out[epoch].append(mlp.accuracy(params, data.x_test, data.y_test))
+                out[epoch] = mlp.accuracies(params, data.x_test, data.y_test)
 
-        for s in seeds:
-            mlp.train(data.x_train, data.y_train, self.architecture, self.optimizer, hp, int(s), checkpoint=measure)
-        return {e: np.array(v) for e, v in out.items()}
+        mlp.train_batch(data.x_train, data.y_train, self.architecture, self.optimizer, replications, checkpoint=measure)
+        return out
 
     def train(self, point, data, rng):
         """One training's parameters (weights and biases per layer), for a release."""
@@ -171,11 +170,9 @@ class MLPDPSGD(DPSGD):
 
         from ..train import mlp
 
-        dev = model[0].device
-        with torch.no_grad():
-            logits, _ = mlp.forward(model, torch.as_tensor(np.asarray(data.x_test, dtype=np.float32), device=dev))
-            y = torch.as_tensor(np.asarray(data.y_test, dtype=np.int64), device=dev)
-            return torch.nn.functional.cross_entropy(logits, y, reduction="none").cpu().numpy()
+        logits = mlp.logits(model, data.x_test)[0]
+        y = torch.as_tensor(np.asarray(data.y_test, dtype=np.int64), device=logits.device)
+        return torch.nn.functional.cross_entropy(logits, y, reduction="none").cpu().numpy()
 
 
 @dataclass(frozen=True)
