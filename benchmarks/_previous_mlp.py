@@ -83,7 +83,8 @@ def train(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, hp: DPSGDHype
     noise_std = 2.0 * hp.clip * hp.noise
     noise_gen = torch.Generator(device=dev).manual_seed(seed + 1)
     steps_per_epoch = hp.steps(n) // hp.epochs
-    for step, lot in enumerate(hp.lots(n, rng), start=1):
+    lots = (rng.choice(n, hp.lot_size, replace=False) for _ in range(hp.steps(n)))   # as DPSGDHyper.lots did
+    for step, lot in enumerate(lots, start=1):
         idx = torch.as_tensor(lot, device=dev)
         grads, _ = clipped_gradient_sum(params, xs[idx], ys[idx], hp.clip)
         with torch.no_grad():

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from dptradeoff.train import cnn, mlp
-from dptradeoff.train.batch import Batch, device, draw_lots
+from dptradeoff.train.batch import Batch, device, draw_lots, lot_source
 from dptradeoff.train.hyper import DPSGDHyper
 
 ROWS, LOT, CLIP, NOISE, LR = 60_000, 256, 1.0, 1.0, 0.05
@@ -113,12 +113,12 @@ def opacus(kind: str, x, y, steps: int) -> float:
     model, optimizer, _ = PrivacyEngine(accountant="rdp").make_private(
         module=model, optimizer=optimizer, data_loader=torch.utils.data.DataLoader(data, batch_size=LOT),
         noise_multiplier=NOISE, max_grad_norm=CLIP, poisson_sampling=False)
-    generator = torch.Generator(device=dev).manual_seed(0)
+    source = lot_source(0, dev)
     loss = torch.nn.functional.nll_loss if kind == "cnn" else torch.nn.functional.cross_entropy
 
     def run(count):
         for _ in range(count):
-            idx = draw_lots(generator, 1, len(xs), LOT, dev)[0]
+            idx = draw_lots(source, 1, len(xs), LOT, dev)[0].to(dev)
             optimizer.zero_grad()
             loss(model(xs[idx]), ys[idx]).backward()
             optimizer.step()
@@ -172,8 +172,8 @@ def main() -> None:
     for kind in ("mlp1", "mlp2"):
         score = scoring(kind, x[:TEST_ROWS], r)
         rate = rows[kind, r]
-        print(f"paper MNIST study, {kind}, projected at the B = {r} rate ({name}): "
-              f"{projection(rate, score, False):8.1f} GPU-hours without traces, "
+        print(f"paper MNIST study, {kind}, projected at the B = {r} rate, in hours on {name}: "
+              f"{projection(rate, score, False):8.1f} without traces, "
               f"{projection(rate, score, True):8.1f} with traces (scoring {score:,.0f} ex/s); "
               f"Opacus: {projection(rows[kind, 'opacus'], score, False):8.1f}")
     best = rows["mlp2", r]

@@ -21,11 +21,12 @@ REPO = Path(__file__).resolve().parents[1]
 COPIED = ["src", "tests", "config", "workflow", "examples", "Snakefile", "pyproject.toml"]
 FILES = ["tests/test_mechanisms.py", "tests/test_trainers.py", "tests/test_cnn.py", "tests/test_traces.py",
          "tests/test_audit.py"]
-LINEAR, MLP, CNN, HYPER = ("src/dptradeoff/train/linear.py", "src/dptradeoff/train/mlp.py",
-                           "src/dptradeoff/train/cnn.py", "src/dptradeoff/train/hyper.py")
-MLP_NOISE = "g = torch.randn(g.shape, generator=noise_gen, device=dev).mul_(noise_std).add_(g).div_(hp.lot_size)"
-WEIGHTS_ONLY = ("g = (torch.randn(g.shape, generator=noise_gen, device=dev).mul_(noise_std) if g.dim() > 1 "
-                "else torch.zeros_like(g)).add_(g).div_(hp.lot_size)")
+LINEAR, MLP, CNN, BATCH = ("src/dptradeoff/train/linear.py", "src/dptradeoff/train/mlp.py",
+                           "src/dptradeoff/train/cnn.py", "src/dptradeoff/train/batch.py")
+NOISE_STD = "[2.0 * h.clip * h.noise for h in self.hypers]"
+NOISE_DRAW = "noise = torch.randn(grad.shape, generator=generator, device=grad.device, dtype=grad.dtype)"
+CPU_LOTS = "np.stack([source.choice(n, m, replace=False) for _ in range(width)])"
+GPU_KEYS = "keys = torch.randint(0, 2**62, (width, n), generator=source, device=dev)"
 # name: [(file, the text as it is, the text with the bug)]
 BUGS = {
     "linear: noise halved": [(LINEAR, "e = 2.0 * clip * z * rng.standard_normal()", "e = clip * z * rng.standard_normal()")],
@@ -34,18 +35,26 @@ BUGS = {
     "linear: clipping removed": [(LINEAR, "c = np.copysign(min(abs(c), limit[i]), c)", "c = c")],
     "linear: one step too many": [(LINEAR, "steps, m = hp.steps(n), hp.lot_size", "steps, m = hp.steps(n) + 1, hp.lot_size")],
     "linear: lots not uniform": [(LINEAR, "j = k + _below(state, n - k)", "j = k + _below(state, n - k - 1)")],
-    "mlp: noise halved": [(MLP, "noise_std = 2.0 * hp.clip * hp.noise", "noise_std = hp.clip * hp.noise")],
-    "mlp: biases un-noised": [(MLP, MLP_NOISE, WEIGHTS_ONLY)],
-    "mlp: clipping removed": [(MLP, "scale = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)",
+    # the MLP and the CNN share batch.py: its noise, steps and lots are both trainers'
+    "mlp+cnn: noise halved": [(BATCH, NOISE_STD, "[h.clip * h.noise for h in self.hypers]")],
+    "mlp+cnn: noise halved in network 1 of a batch": [
+        (BATCH, NOISE_STD, "[(1.0 if i == 1 else 2.0) * h.clip * h.noise for i, h in enumerate(self.hypers)]")],
+    "mlp+cnn: biases un-noised": [(BATCH, NOISE_DRAW, f"{NOISE_DRAW} if grad.dim() > 2 else torch.zeros_like(grad)")],
+    "mlp+cnn: one step too many": [(BATCH, "return self.hypers[0].steps(n)", "return self.hypers[0].steps(n) + 1")],
+    "mlp+cnn: lots not uniform (CPU lots)": [(BATCH, CPU_LOTS, CPU_LOTS.replace("choice(n, m", "choice(n - 1, m"))],
+    "mlp+cnn: the networks of a batch share their lots (CPU lots)": [
+        (BATCH, CPU_LOTS, "np.stack([source.choice(n, m, replace=False)] * width)")],
+    "lots not uniform (GPU keys)": [(BATCH, "return keys.topk(m, dim=1, sorted=False).indices",
+                                     "return keys[:, 1:].topk(m, dim=1, sorted=False).indices + 1")],
+    "the networks of a batch share their lots (GPU keys)": [(BATCH, GPU_KEYS, GPU_KEYS.replace("(width, n)", "(1, n)")
+                                                             + ".expand(width, n)")],
+    "mlp: clipping removed": [(MLP, "scale = torch.clamp(per_network(clip, norms) / norms.clamp_min(1e-12), max=1.0)",
                                "scale = torch.ones_like(norms)")],
-    "cnn: noise halved": [(CNN, "noise_std = 2.0 * hp.clip * hp.noise", "noise_std = hp.clip * hp.noise")],
-    "cnn: biases un-noised": [(CNN, MLP_NOISE, WEIGHTS_ONLY)],
-    "cnn: clipping removed": [(CNN, "scale = torch.clamp(clip / norm.clamp_min(1e-12), max=1.0)",
+    "mlp: every network clipped at network 0's L": [
+        (MLP, "scale = torch.clamp(per_network(clip, norms) / norms.clamp_min(1e-12), max=1.0)",
+         "scale = torch.clamp(clip[0] / norms.clamp_min(1e-12), max=1.0)")],
+    "cnn: clipping removed": [(CNN, "scale = torch.clamp(per_network(clip, norm) / norm.clamp_min(1e-12), max=1.0)",
                                "scale = torch.ones_like(norm)")],
-    # the MLP and the CNN draw their lots from DPSGDHyper.lots
-    "mlp+cnn: one step too many": [(HYPER, "for _ in range(self.steps(n)):", "for _ in range(self.steps(n) + 1):")],
-    "mlp+cnn: lots not uniform": [(HYPER, "rng.choice(n, self.lot_size, replace=False)",
-                                   "rng.choice(n - 1, self.lot_size, replace=False)")],
 }
 
 

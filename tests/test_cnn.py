@@ -67,6 +67,18 @@ def test_cnn_clipped_gradient_sum_is_the_sum_of_per_example_clipped_gradients():
             torch.testing.assert_close(stacked[k][b], expected[k], rtol=1e-9, atol=1e-12)
 
 
+def test_both_ways_of_the_convolutions_per_example_gradients_agree():
+    """The CPU's grouped convolution and the GPU's unfold give every example's, every network's gradient of
+    both convolutions alike, so CI (a CPU) vouches for the GPU's way too (clipped sums: the test above)."""
+    gen = torch.Generator().manual_seed(1)
+    for c_in, c_out, size in ((1, 32, 28), (32, 64, 26)):
+        h = torch.randn(5, 3 * c_in, size, size, generator=gen, dtype=torch.float64)
+        g = torch.randn(5, 3 * c_out, size - 2, size - 2, generator=gen, dtype=torch.float64)
+        conv, unfold = (cnn.conv_per_example_gradients(h, g, 3, method) for method in ("conv", "unfold"))
+        assert conv.shape == (5, 3, c_out, c_in * 9)
+        torch.testing.assert_close(conv, unfold, rtol=1e-10, atol=1e-12)
+
+
 def test_cnn_trainer_one_noiseless_step_is_the_clipped_mean_gradient(monkeypatch):
     """Zero noise, one step over all n = m examples: the update is -lr/m times the sum of per-example
     gradients each clipped to L (dropout off here so the naive loop sees the same function)."""

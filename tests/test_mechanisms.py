@@ -321,6 +321,21 @@ def test_a_bug_planted_in_one_network_of_a_batch_is_caught(monkeypatch, bug, che
     assert all("network 1" in e or "and 1" in e for e in errors), errors
 
 
+@pytest.mark.parametrize("dev", ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+@pytest.mark.parametrize("source", ["numpy (CPU)", "device keys (GPU)"])
+def test_both_lot_sources_draw_uniform_fresh_independent_lots(dev, source):
+    """The two ways a batch draws its lots (batch.draw_lots: numpy's Generator where the batch trains on a CPU,
+    the top m of n random keys on a GPU), each checked as the trainers' lots are, over 300 steps of 3
+    networks; the key path is checked on the CPU too, so CI covers it without a GPU."""
+    if source == "numpy (CPU)" and dev != "cpu":
+        pytest.skip("numpy draws the lots of a CPU batch only")
+    n, m = 20, 6
+    origin = np.random.default_rng(0) if source.startswith("numpy") else torch.Generator(device=dev).manual_seed(0)
+    lots = [batch_module.draw_lots(origin, WIDTH, n, m, dev).cpu().numpy() for _ in range(300)]
+    errors = _batch_lot_errors(lots, n, m)
+    assert not errors, "; ".join(errors)
+
+
 # ---- CNN ------------------------------------------------------------------------------------------------
 
 def test_cnn_trainer_is_dpsgd_fed_its_lots_and_noise(monkeypatch):

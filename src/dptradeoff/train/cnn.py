@@ -144,6 +144,27 @@ def forward(params, x, masks=None):
     return F.log_softmax(z, dim=2), cache
 
 
+def conv_per_example_gradients(h, g, width: int, method: str | None = None) -> torch.Tensor:
+    """Every example's gradient of a 3x3, stride-1 convolution's weight, for each network: (m, B, C_out, C_in 9),
+    from its input h and the loss's gradient at its output g, both in grouped layout (m, B C, H, W).
+    Example i's gradient is the cross-correlation of h_i with g_i:
+    - "conv" (on a CPU): that cross-correlation as one convolution grouped by (example, network), g_i the
+      kernel; 4-6 times faster there than unfolding (im2col is most of a CPU step);
+    - "unfold" (on a GPU): g_i unfold(h_i)^T, batched matrix products.
+    The two agree (tests/test_cnn.py)."""
+    method = method or ("conv" if h.device.type == "cpu" else "unfold")
+    rows = g.shape[0]
+    c_out = g.shape[1] // width
+    if method == "unfold":
+        unfolded = F.unfold(h, 3).reshape(rows, width, -1, g.shape[2] * g.shape[3])   # (m, B, C_in 9, positions)
+        return torch.einsum("mbcp,mbkp->mbck", g.reshape(rows, width, c_out, -1), unfolded)
+    c_in = h.shape[1] // width
+    inputs = h.reshape(rows, width, c_in, *h.shape[2:]).permute(2, 0, 1, 3, 4).reshape(c_in, rows * width, *h.shape[2:])
+    kernels = g.reshape(rows * width * c_out, 1, *g.shape[2:])
+    out = F.conv2d(inputs, kernels, groups=rows * width)                              # (C_in, m B C_out, 3, 3)
+    return out.reshape(c_in, rows, width, c_out, 9).permute(1, 2, 3, 0, 4).reshape(rows, width, c_out, c_in * 9)
+
+
 def clipped_gradient_sum(params, x, y, masks, clip, keep=None, chunk: int = CHUNK):
     """For each network b, the sum over its lot x[b] of per-example gradients clipped to L2 norm clip[b] (the
     norm over all parameters together); returns (stacked gradient sums by parameter name, per-example norms
@@ -165,11 +186,8 @@ def clipped_gradient_sum(params, x, y, masks, clip, keep=None, chunk: int = CHUN
         with torch.no_grad():
             per_conv, sq = [], 0.0
             for (h, _), g, name in zip(cache[:2], grads[:2], ("conv1", "conv2")):
-                rows = g.shape[0]
-                g = g.reshape(rows, width, g.shape[1] // width, -1)                      # (m, B, C_out, positions)
-                unfolded = F.unfold(h, 3).reshape(rows, width, -1, g.shape[3])         # (m, B, C_in k k, positions)
-                w = torch.einsum("mbcp,mbkp->mbck", g, unfolded)                          # (m, B, C_out, C_in k k)
-                b = g.sum(3)
+                w = conv_per_example_gradients(h, g, width)                               # (m, B, C_out, C_in k k)
+                b = g.reshape(g.shape[0], width, g.shape[1] // width, -1).sum(3)          # (m, B, C_out)
                 per_conv.append((name, w, b))
                 sq = sq + w.pow(2).sum((2, 3)).T + b.pow(2).sum(2).T                     # (B, m)
             for (h, _), g in zip(cache[2:], grads[2:]):
@@ -199,7 +217,7 @@ def train_batch(x: np.ndarray, y: np.ndarray, batch: Batch, checkpoint=None) -> 
     ys = torch.as_tensor(np.asarray(y, dtype=np.int64), device=dev)
     n, m, width = len(xs), batch.lot_size, batch.width
     params = init_batch(batch.seeds, dev)
-    stream = torch.Generator(device=dev).manual_seed(batch.stream_seed)
+    lots, stream = batch.streams(dev)
     std = batch.noise_std(dev)
     clip = batch.column([h.clip for h in batch.hypers], dev)
     lr = batch.column([h.learning_rate for h in batch.hypers], dev)
@@ -207,7 +225,7 @@ def train_batch(x: np.ndarray, y: np.ndarray, batch: Batch, checkpoint=None) -> 
     steps = batch.steps(n)
     steps_per_epoch = steps // batch.epochs
     for step in range(1, steps + 1):
-        idx = draw_lots(stream, width, n, m, dev)
+        idx = draw_lots(lots, width, n, m, dev)
         masks = dropout_masks(width, m, stream, dev)
         grads, _ = clipped_gradient_sum(params, xs[idx], ys[idx], masks, clip)
         with torch.no_grad():

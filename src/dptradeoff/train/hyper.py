@@ -19,8 +19,3 @@ class DPSGDHyper:
 
         return steps(n, self.lot_size, self.epochs)
 
-    def lots(self, n: int, rng):
-        """The lots of a run over n examples, as `dpsgd` accounts for them: steps(n) lots, each of
-        lot_size distinct indices drawn uniformly without replacement, afresh every step."""
-        for _ in range(self.steps(n)):
-            yield rng.choice(n, self.lot_size, replace=False)

@@ -49,6 +49,8 @@ def _dense(h, w, b):
     if h.device.type == "cpu":
         # a CPU bmm splits the networks between the cores (3 networks on 2 cores: one idles a third of the
         # time); one matrix product per network uses every core
+        if len(w) == 1:
+            return torch.addmm(b[0], h[0], w[0].T).unsqueeze(0)
         return torch.stack([torch.addmm(b[i], h[i], w[i].T) for i in range(len(w))])
     return torch.baddbmm(b.unsqueeze(1), h, w.transpose(1, 2))
 
@@ -112,7 +114,7 @@ def train_batch(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, batch: 
     params = init_batch(ARCHITECTURES[arch], batch.seeds, dev)
     mu = [torch.zeros_like(p) for p in params]
     nu = [torch.zeros_like(p) for p in params]
-    stream = torch.Generator(device=dev).manual_seed(batch.stream_seed)
+    lots, stream = batch.streams(dev)
     std = batch.noise_std(dev)
     clip = batch.column([h.clip for h in batch.hypers], dev)
     lr = batch.column([h.learning_rate for h in batch.hypers], dev)
@@ -120,7 +122,7 @@ def train_batch(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, batch: 
     steps = batch.steps(n)
     steps_per_epoch = steps // batch.epochs
     for step in range(1, steps + 1):
-        idx = draw_lots(stream, width, n, m, dev)
+        idx = draw_lots(lots, width, n, m, dev)
         grads, _ = clipped_gradient_sum(params, xs[idx], ys[idx], clip)
         with torch.no_grad():
             for k, (p, g) in enumerate(zip(params, grads)):
