@@ -64,7 +64,10 @@ def timed(fn) -> float:
 def ours(kind: str, x, y, width: int, optimizer: str = "sgd") -> float:
     """Examples per second of one epoch of `width` networks trained together."""
     hp = DPSGDHyper(1, LOT, LR, NOISE, CLIP)
-    batch = Batch.replications(hp, range(width))
+    # groups of 10 networks (a point's replications) with their own rate, noise and clip, as points of a job
+    # that share a lot size would be
+    batch = Batch(tuple(DPSGDHyper(1, LOT, LR * (1 + i // 10 * 0.1), NOISE * (1 + i // 10 * 0.05),
+                                   CLIP / (1 + i // 10 * 0.05)) for i in range(width)), tuple(range(width)))
     if kind == "cnn":
         cnn.train_batch(x[:2 * LOT], y[:2 * LOT], batch)   # warm-up
         return width * hp.steps(len(x)) * LOT / timed(lambda: cnn.train_batch(x, y, batch))

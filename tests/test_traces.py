@@ -122,7 +122,8 @@ def test_trace_rows_are_the_trainings_of_their_epochs_with_their_own_epsilon(nam
 
 
 def test_mlp_trace_rows_equal_plain_evaluations_of_their_epochs():
-    """The MLP's replications are trained one seed each: a trace row is the untraced evaluation at its epochs."""
+    """The MLP's replications are trained as one batch from their seeds: a trace row is the untraced evaluation
+    at its epochs."""
     rng = np.random.default_rng(0)
     y, y2 = rng.integers(0, 10, 100), rng.integers(0, 10, 50)
     data = Data(rng.random((100, 784)).astype(np.float32), y, rng.random((50, 784)).astype(np.float32), y2, "t", "t")

@@ -2,7 +2,7 @@
 the device-side draws of DP-SGD.
 
 A batch is B networks that take the same steps on lots of the same size: the R replications of one point,
-an audit's 2 x R trainings, or any networks that share a lot size and a step count (`groups`). Each network
+an audit's 2 x R trainings, or any networks that share a lot size and a step count. Each network
 has its own learning rate, clip L and noise z, and its own initialisation seed. Every step draws, in this
 order: every network's lot, then one normal tensor per parameter tensor of shape (B, ...), on the device
 where the batch trains. The draws come from two streams seeded from all of the batch's seeds
@@ -43,8 +43,7 @@ class Batch:
         if len(self.hypers) != len(self.seeds) or not self.hypers:
             raise ValueError(f"a batch needs one seed per network: {len(self.hypers)} networks, {len(self.seeds)} seeds")
         if len({h.lot_size for h in self.hypers}) != 1 or len({h.epochs for h in self.hypers}) != 1:
-            raise ValueError("the networks of a batch must share the lot size and the epochs; "
-                             "split them with batch.groups")
+            raise ValueError("the networks of a batch must share the lot size and the epochs")
 
     @classmethod
     def replications(cls, hyper: DPSGDHyper, seeds) -> Batch:
@@ -84,15 +83,6 @@ class Batch:
     def noise_std(self, dev) -> torch.Tensor:
         """2 L z per network: the std of the Gaussian added to each clipped sum (replace-one sensitivity 2 L)."""
         return self.column([2.0 * h.clip * h.noise for h in self.hypers], dev)
-
-
-def groups(hypers, n: int) -> list[list[int]]:
-    """Indices of `hypers` split into batches that share the lot size and epochs (hence the steps on n rows),
-    in order of first appearance."""
-    keyed: dict[tuple[int, int], list[int]] = {}
-    for i, h in enumerate(hypers):
-        keyed.setdefault((h.lot_size, h.epochs), []).append(i)
-    return list(keyed.values())
 
 
 def lot_source(seed: int, dev):
