@@ -13,28 +13,14 @@ when one is present.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
 from dptradeoff.train.hyper import ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, DPSGDHyper
-
-ARCHITECTURES = {"mlp1": (784, 1000, 10), "mlp2": (784, 128, 64, 10)}
-
+from dptradeoff.train.mlp import ARCHITECTURES, init_params   # unchanged by batching
 
 def device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def init_params(sizes, generator: torch.Generator, dev) -> list[torch.Tensor]:
-    """PyTorch's default nn.Linear initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for W and b."""
-    params = []
-    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-        bound = 1.0 / math.sqrt(fan_in)
-        params.append((torch.rand(fan_out, fan_in, generator=generator) * 2 - 1).mul_(bound).to(dev))
-        params.append((torch.rand(fan_out, generator=generator) * 2 - 1).mul_(bound).to(dev))
-    return params
 
 
 def forward(params, x):

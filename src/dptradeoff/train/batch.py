@@ -80,6 +80,14 @@ class Batch:
         """Per-network numbers as a float32 (B,) tensor on the device."""
         return torch.tensor([float(v) for v in values], dtype=torch.float32, device=dev)
 
+    def clips(self, dev) -> torch.Tensor:
+        """L per network."""
+        return self.column([h.clip for h in self.hypers], dev)
+
+    def rates(self, dev) -> torch.Tensor:
+        """The learning rate per network."""
+        return self.column([h.learning_rate for h in self.hypers], dev)
+
     def noise_std(self, dev) -> torch.Tensor:
         """2 L z per network: the std of the Gaussian added to each clipped sum (replace-one sensitivity 2 L)."""
         return self.column([2.0 * h.clip * h.noise for h in self.hypers], dev)

@@ -116,8 +116,7 @@ def train_batch(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, batch: 
     nu = [torch.zeros_like(p) for p in params]
     lots, stream = batch.streams(dev)
     std = batch.noise_std(dev)
-    clip = batch.column([h.clip for h in batch.hypers], dev)
-    lr = batch.column([h.learning_rate for h in batch.hypers], dev)
+    clip, lr = batch.clips(dev), batch.rates(dev)
     pieces = parts(width, dev)
     steps = batch.steps(n)
     steps_per_epoch = steps // batch.epochs
