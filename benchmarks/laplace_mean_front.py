@@ -12,10 +12,14 @@ Per chain:
   not their noisy measurements) over the problem's own region (the rule applied to the exact front), as a
   share of the exact front's; target >= 0.98;
 - `eps<=0.001`: the answer's 200 retrainings' mean utility minus the best expected utility at epsilon <= 0.001
-  (exact front); target >= -0.002 (`now`: the `query` rule's answer, a trained point; `before`: the GP's search of
-  the whole domain, the previous answers);
-- `utility>=0.99`: the share of its answer's 200 retrainings that reach 0.99 (target >= 0.85), and its epsilon.
+  (exact front); target >= -0.003 (`now`: the `query` rule's answer, settled as the rule settles it
+  (`bo.query_round.settled_answer`), a trained point; `before`: the GP's search of the whole domain, the previous
+  answers);
+- `utility>=0.99`: the share of its answer's 200 retrainings that reach 0.99 (target >= 0.85), its epsilon, and
+  that epsilon over the least epsilon at which one release reaches 0.99 with the probability the answer states
+  (closed form, `laplace_mean.least_epsilon_reaching`; target <= 2); the trainings settling took.
 Last line: front_now_over_before=<mean ratio> eps_answer_gap_now=<mean> eps_answer_gap_before=<mean> ...
+utility_eps_ratio_now=<median> ...
 Run: ./in-env python benchmarks/laplace_mean_front.py [--seeds 8] [--rounds 24]   (about 1.5 min per seed)
 """
 from __future__ import annotations
@@ -33,6 +37,7 @@ from scipy import stats  # noqa: E402
 from dptradeoff.baselines.random_search import sample  # noqa: E402
 from dptradeoff.bo.propose import Context, DPareto, Settings  # noqa: E402
 from dptradeoff.bo.query import FrontQuery, query_rng  # noqa: E402
+from dptradeoff.bo.query_round import settled_answer  # noqa: E402
 from dptradeoff.problems import resolve  # noqa: E402
 from dptradeoff.problems.evaluate import evaluate  # noqa: E402
 from dptradeoff.problems.oracle import Data  # noqa: E402
@@ -79,7 +84,7 @@ def main() -> None:
     import sys
 
     sys.path.insert(0, os.path.join(ROOT, "examples"))
-    from laplace_mean import ClampedLaplaceMean, exact_front
+    from laplace_mean import ClampedLaplaceMean, exact_front, least_epsilon_reaching
 
     values = ages()
     problem = resolve("laplace-mean", DEFINITION)
@@ -113,9 +118,14 @@ def main() -> None:
             row = {"seed": seed, "method": name, "front": score,
                    "below_0.01": float(np.mean(evals["epsilon"].iloc[K0:] < 0.01))}
             for kind, target in QUERIES:
-                search = name == "before"   # the previous answers: the GP's search of the whole domain
-                query = FrontQuery(problem, evals, data, settings, query_rng(config["seed"], problem.name, kind, target, 0))
-                answer = query.for_epsilon(target, search) if kind == "eps" else query.for_utility(target, search)
+                if name == "before":   # the previous answers: the GP's search of the whole domain
+                    query = FrontQuery(problem, evals, data, settings,
+                                       query_rng(config["seed"], problem.name, kind, target, 0))
+                    answer = query.for_epsilon(target, True) if kind == "eps" else query.for_utility(target, True)
+                    added = 0
+                else:                  # the query rule's: a trained point, settled
+                    answer, _, added = settled_answer(problem, evals, data, kind, target, settings, config["seed"], 0)
+                row[f"{kind}_added"] = added
                 if answer.point is None:
                     row[f"{kind}_answered"] = False
                     continue
@@ -130,18 +140,24 @@ def main() -> None:
                     row["eps_gap"] = runs.mean() - best_at
                 else:
                     row["utility_reaching"] = float(np.mean(runs >= target))
+                    stated = answer.reach_probability if np.isfinite(answer.reach_probability) else 0.95
+                    row["utility_stated"] = stated
+                    row["utility_eps_ratio"] = answer.epsilon / least_epsilon_reaching(values, target, stated)
             rows.append(row)
             print(f"seed {seed} {name:6s} front {score:.4f} (points below eps 0.01: {row['below_0.01']:.2f})  "
                   f"eps<=0.001: retrained {row.get('eps_retrained', np.nan):.5f} gap {row.get('eps_gap', np.nan):+.5f} "
                   f"inside {row.get('eps_inside', np.nan):.2f}  utility>=0.99: eps {row.get('utility_epsilon', np.nan):.3g} "
-                  f"reaching {row.get('utility_reaching', np.nan):.2f} inside {row.get('utility_inside', np.nan):.2f} "
+                  f"(x{row.get('utility_eps_ratio', np.nan):.1f} the least at stated P "
+                  f"{row.get('utility_stated', np.nan):.2f}) reaching {row.get('utility_reaching', np.nan):.2f} "
+                  f"inside {row.get('utility_inside', np.nan):.2f} added {row.get('eps_added', 0)}+{row.get('utility_added', 0)} "
                   f"{row.get('utility_edge') or ''}", flush=True)
     table = pd.DataFrame(rows)
     os.makedirs("laplace_mean_front", exist_ok=True)
     table.to_csv("laplace_mean_front/per_seed.csv", index=False)
     now, before = (table[table["method"] == m].set_index("seed") for m in ("now", "before"))
     print()
-    for column in ["front", "eps_gap", "eps_inside", "utility_reaching", "utility_inside", "utility_epsilon", "below_0.01"]:
+    for column in ["front", "eps_gap", "eps_inside", "utility_reaching", "utility_inside", "utility_epsilon",
+                   "utility_eps_ratio", "below_0.01"]:
         if column not in now or column not in before:
             continue
         d = now[column] - before[column]
@@ -150,7 +166,9 @@ def main() -> None:
               f"{d.mean():+.5f} (p = {p:.2g}, {len(d.dropna())} seeds)")
     print(f"front_now_over_before={now['front'].mean() / before['front'].mean():.4f} front_now={now['front'].mean():.4f} "
           f"eps_answer_gap_now={now['eps_gap'].mean():+.5f} eps_answer_gap_before={before['eps_gap'].mean():+.5f} "
-          f"utility_reaching_now={now['utility_reaching'].mean():.3f} seeds={args.seeds}")
+          f"utility_reaching_now={now['utility_reaching'].mean():.3f} "
+          f"utility_eps_ratio_now={now['utility_eps_ratio'].median():.2f} "
+          f"utility_eps_ratio_before={before['utility_eps_ratio'].median():.2f} seeds={args.seeds}")
 
 
 if __name__ == "__main__":

@@ -56,6 +56,26 @@ BUGS = {
     "cnn: clipping removed": [(CNN, "scale = torch.clamp(per_network(clip, norm) / norm.clamp_min(1e-12), max=1.0)",
                                "scale = torch.ones_like(norm)")],
 }
+# Bugs in what the answers and the acquisition promise (issue ASK), each checked against its own tests.
+ANSWERS = ["tests/test_least_epsilon_answers.py", "tests/test_answers.py"]
+QUERY, ROUND, PRIVACY, REGION = ("src/dptradeoff/bo/query.py", "src/dptradeoff/bo/query_round.py",
+                                 "src/dptradeoff/bo/exact_privacy.py", "src/dptradeoff/stats/region.py")
+ANSWER_BUGS = {
+    "answers: a slow oracle's epsilon learned by the GP again": [
+        (PRIVACY, "    screened = ScreenedOracle(problem, n, per_call)\n", "    return None\n")],
+    "answers: the GP's epsilon used without a warning": [
+        (PRIVACY.replace("exact_privacy", "propose"), "            log.warning(", "            log.info(")],
+    "answers: no answer below the reach level": [(QUERY, "            if met.any():", "            if False:")],
+    "answers: not settled": [(ROUND, "        if answer.point is None or missing <= 0 or last:",
+                              "        if True:")],
+    "answers: utility targets outside the region": [(REGION, "        for target in query_utilities:",
+                                                     "        for target in ():")],
+    "answers: the mean, not one training, reaches the target": [
+        (QUERY, "        mean, var = self.single_training(points, self.inflation(2 * level - 1))",
+         "        mean, var = self.surrogates.utility.predict(self.scaler.to_unit(points))")],
+}
+BUGS.update(ANSWER_BUGS)
+BUG_FILES = {name: ANSWERS for name in ANSWER_BUGS}   # a bug's own tests, where they are not FILES
 
 
 def planted(tree: Path, changes: list[tuple[str, str, str]]) -> None:
@@ -70,7 +90,8 @@ def planted(tree: Path, changes: list[tuple[str, str, str]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", help="bug names (default: every one)")
-    parser.add_argument("--files", nargs="+", default=FILES, help="the test files run against each bug")
+    parser.add_argument("--files", nargs="+", help="the test files run against each bug (default: FILES, or the "
+                        "bug's own in BUG_FILES)")
     args = parser.parse_args()
     caught = 0
     names = args.only or list(BUGS)
@@ -83,7 +104,8 @@ def main() -> None:
                     source, tree / item, **({"ignore": shutil.ignore_patterns("__pycache__")} if source.is_dir() else {}))
             planted(tree, BUGS[name])
             done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", "not slow",
-                                   "-o", "addopts=-n auto --dist loadgroup", *args.files],
+                                   "-o", "addopts=-n auto --dist loadgroup",
+                                   *(args.files or BUG_FILES.get(name, FILES))],
                                   cwd=tree, capture_output=True, text=True)
             failed = sorted(set(re.findall(r"^FAILED (\S+?)(?:\[| - |$)", done.stdout, re.MULTILINE)))
             summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]

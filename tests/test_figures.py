@@ -298,21 +298,22 @@ def test_the_front_legend_lies_beside_the_axes_never_over_a_point(monkeypatch, t
 
 
 def test_a_front_figure_shades_the_problems_region_of_interest(monkeypatch):
-    """The region of interest (declared, or derived from the problem) is a labelled band over its epsilon range,
-    and the caption names it; without a region, no band."""
+    """The region of interest (the one the chain searched, `front.shaded_region`) is a labelled band over its
+    epsilon range, and the caption names it and the metrics' region where that differs; without a region, no band."""
     from dptradeoff.plots import front
     from dptradeoff.stats.front_metrics import Region
 
     captions = []
     monkeypatch.setattr(front, "save", lambda fig, out, caption, *rest: captions.append(caption))
     evals = {m: evaluations(30, i, m).assign(error=lambda f: 1 - f["utility"]) for i, m in enumerate(["random", "dpareto"])}
+    searched = "the region DPareto's chain searched in its last round (derived from the problem)"
     fig = front.front_figure("mine", "accuracy", evals, [], "unused.pdf", "test config", None,
-                             (Region(1e-4, 0.008, 0.1), "derived from the problem"))
+                             (Region(1e-4, 0.008, 0.1), searched, "The front metrics count in ε [1e-05, 2.9]."))
     band = next(p for p in fig.axes[0].patches if p.get_label().startswith("region of interest"))
     xs = band.get_transform().transform(band.get_path().vertices)[:, 0]          # display coordinates
     low, high = fig.axes[0].transData.inverted().transform(np.c_[[xs.min(), xs.max()], [0, 0]])[:, 0]
     assert np.isclose(low, 1e-4, rtol=1e-6) and np.isclose(high, 0.008, rtol=1e-6)
-    assert "region of interest (derived from the problem): ε in [0.0001, 0.008]" in legend_labels(fig.axes[0])
-    assert "Shaded: the problem's region of interest (derived from the problem), ε in [0.0001, 0.008]" in captions[-1]
+    assert "region of interest: ε in [0.0001, 0.008]" in legend_labels(fig.axes[0])
+    assert f"Shaded: {searched}, ε in [0.0001, 0.008]. The front metrics count in ε [1e-05, 2.9]." in captions[-1]
     plain = front.front_figure("mine", "accuracy", evals, [], "unused.pdf", "test config")
     assert not [p for p in plain.axes[0].patches if p.get_label().startswith("region of interest")]

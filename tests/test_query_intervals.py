@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from dptradeoff.bo import exact_privacy
+
 from dptradeoff.bo.propose import Settings
 from dptradeoff.bo.query import INTERVAL_LABEL, INTERVAL_LEVEL, FrontQuery, logit_interval, query_rng
 from dptradeoff.bo.transforms import error_from_gp
@@ -149,7 +151,8 @@ def test_the_front_figure_draws_the_interval_for_one_training(monkeypatch):
 
 class Slow(Oracle):
     """The same epsilon, per point only and too slow for the acquisition's candidates: privacy is then
-    ranked by the privacy GP's prediction (as for an oracle in its own environment, one worker call each)."""
+    screened by the privacy GP's prediction and checked by the oracle (as for an oracle in its own environment, one
+    worker call each)."""
     def epsilon(self, point, *, n, delta):
         import time
 
@@ -161,6 +164,6 @@ def test_an_epsilon_question_is_answered_where_only_the_privacy_gp_ranks_the_can
     problem = Problem("slow-known", None, Slow(), domain=NOISY.domain, delta=0.0)
     query = FrontQuery(problem, chain(0.15), None, Settings(candidates=1000, gp_restarts=2),
                        query_rng(1, problem.name, "eps", 1.0, 0))
-    assert query.model is None                             # the GP's mean ranks privacy
+    assert isinstance(query.ranking, exact_privacy.ScreenedOracle)   # the GP's mean screens, the oracle checks
     answer = query.for_epsilon(1.0)
     assert answer.point is not None and answer.epsilon <= 1.0 and answer.point["a"] == pytest.approx(0.5, abs=0.05)

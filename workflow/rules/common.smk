@@ -245,7 +245,9 @@ def front_evaluations(problem):
 
 
 def front_inputs(wildcards):
-    return {**front_evaluations(wildcards.problem), "queries": query_files(wildcards.problem),
+    evaluations = front_evaluations(wildcards.problem)
+    proposals = chain_files(wildcards.problem)["proposals"] if paths.DPARETO in evaluations else []
+    return {**evaluations, "queries": query_files(wildcards.problem), "proposals": proposals,
             "data": problem_data(wildcards.problem), "audit": audit_table(wildcards.problem)}
 
 

@@ -57,7 +57,8 @@ REGION_RULES = {name: region_rule(config["problems"].get(name, {}), tuple(config
                                   "oracle" in config["problems"].get(name, {})) for name in KNOWN_PROBLEMS}
 METRIC_SETTINGS = MetricSettings.from_config(
     config["statistics"], REGION_RULES,
-    {name: config["problems"].get(name, {}).get("queries", {}).get("epsilon", []) for name in KNOWN_PROBLEMS})
+    {name: config["problems"].get(name, {}).get("queries", {}).get("epsilon", []) for name in KNOWN_PROBLEMS},
+    {name: config["problems"].get(name, {}).get("queries", {}).get("utility", []) for name in KNOWN_PROBLEMS})
 
 
 wildcard_constraints:

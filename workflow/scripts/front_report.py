@@ -3,7 +3,8 @@ import logging
 import pandas as pd
 
 from dptradeoff.audit.study import recorded_violation
-from dptradeoff.plots.front import front_figure, front_table, trivial_predictor, trivial_warning
+from dptradeoff.plots.front import (chain_privacy, front_figure, front_table, shaded_region, trivial_predictor,
+                                    trivial_warning)
 from dptradeoff.problems import resolve
 from dptradeoff.problems.evaluate import REPLAY_NOTE, load_data, seedable
 from dptradeoff.problems.tables import read_frame
@@ -18,7 +19,8 @@ with rule_context(snakemake):
     trivial = trivial_predictor(problem, load_data(problem), p.utility_floor)
     error_floor = 1.0 - trivial[0] if trivial is not None else 1.0
     pooled = pd.concat(evaluations.values(), ignore_index=True)   # every method's rows: the metrics' region
-    region = (p.metrics.region(error_floor, w.problem, pooled), p.metrics.region_how(w.problem))
+    proposals = [read_frame(path) for path in i.proposals]           # DPareto's chain: the region it searched
+    region = shaded_region(proposals, p.metrics.region(error_floor, w.problem, pooled), p.metrics.region_how(w.problem))
     front_figure(w.problem, problem.utility, evaluations, queries, snakemake.output.figure, p.config_label, trivial,
                  region)
     warnings = [recorded_violation(w.problem, path) for path in i.audit] + [trivial_warning(evaluations, trivial)]
@@ -31,7 +33,9 @@ with rule_context(snakemake):
     write(front_table(problem, evaluations, queries), snakemake.output.csv, snakemake.output.md,
           f"{w.problem}: the front of every evaluated point ({', '.join(evaluations)}; method: the one that found the "
           f"point; epsilon exact, utility the mean of the measured replications), then the query answers "
-          f"(predicted_utility: GP prediction, not a guarantee; trainings: the chain's measured trainings of the "
-          f"answer; utility: measured by training the answer again).{floor} Region of interest: "
-          f"{p.metrics.region_label(w.problem, pooled, region[0].error_floor)}. "
+          f"(predicted_utility and reach_probability, the chance one training reaches a utility target: GP "
+          f"predictions, not guarantees; trainings: the measured trainings the answer rests on, added_trainings "
+          f"those settling it took; utility: measured by training the answer again).{floor} Region of interest: {region[1]}, "
+          f"epsilon in [{region[0].epsilon_low:.3g}, {region[0].epsilon_high:.3g}], error below "
+          f"{region[0].error_floor:.3g}.{' ' + region[2] if region[2] else ''} {chain_privacy(proposals)} "
           f"Config: {p.config_label}.{replay}" + (f" {warning}" if warning else ""))

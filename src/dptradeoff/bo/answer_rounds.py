@@ -31,7 +31,6 @@ from .transforms import error_to_gp, objectives_from_gp
 
 LOCAL_SCALES = (0.05, 0.01)
 LOCAL_TRIES = 256
-FINALISTS = 16
 
 
 def query_of_round(round_index: int, every: int, queries) -> tuple[str, float] | None:
@@ -86,7 +85,7 @@ def choose_for_query(problem: Problem, surrogates, privacy, evals: pd.DataFrame,
             return fresh, np.empty(0), np.empty(0)
         ranking = np.asarray(privacy.ranking(fresh), dtype=float)
         values = improvement(scaler.to_unit(fresh), ranking)
-        best = np.argsort(-values)[:FINALISTS]
+        best = np.argsort(-values)[:privacy.finalists]
         exact = np.asarray(privacy.exact(fresh[best]), dtype=float)
         return fresh[best], exact, improvement(scaler.to_unit(fresh[best]), exact)
 

@@ -20,7 +20,16 @@ The models, and which a problem gets (`for_problem`):
 - `VectorisedOracle` for oracles that define `epsilons(points, *, n, delta)` (SVT's closed form; yours).
 - `PointwiseOracle`: the oracle's `epsilon()` called per candidate, where that is cheap enough: the
   rule is measured per problem, on 16 candidates, and taken when a round's candidates would cost
-  <= POINTWISE_BUDGET seconds. Otherwise `for_problem` returns None and the privacy GP is used.
+  <= POINTWISE_BUDGET seconds.
+- `ScreenedOracle` for an oracle too slow for every candidate (OpenDP's maps take ~1 ms a point: 5 s for
+  5,000 candidates): the privacy GP's mean screens the candidates, and the oracle's own epsilon scores the
+  `finalists` best of them, as many as SCREEN_BUDGET seconds afford (MIN_FINALISTS to MAX_FINALISTS). The point a
+  round proposes, and every epsilon its region and answers use, is the oracle's.
+- `GPMean` only where the oracle fails on candidate points: the privacy GP's mean as if it were epsilon, said
+  at warning level, in the proposal file (`privacy_model`) and in the front table.
+
+Every model says how many finalists a round scores exactly (`finalists`), what it needs of the round
+(`with_gp`: the privacy GP, for the screened oracle only) and the domain's reachable epsilons (`reachable`).
 """
 from __future__ import annotations
 
@@ -38,11 +47,26 @@ from ..problems.problem import Problem
 log = logging.getLogger(__name__)
 
 POINTWISE_BUDGET = 0.3     # seconds a round may spend on exact epsilons of its candidates, pointwise
+SCREEN_BUDGET = 0.5        # seconds a round may spend on the oracle's epsilons of a screened round's finalists
+MIN_FINALISTS, MAX_FINALISTS = 16, 512
 LOT_NODES, NOISE_NODES = 16, 200
 MAX_LOG_RDP = 700.0        # log RDP above this (orders never optimal) is clipped, so exp stays finite
 
 
-class DPSGDTable:
+class ExactModel:
+    """What every exact model shares: its ranking is (nearly) the oracle's, so 16 finalists suffice, it needs no
+    GP, and the domain's reachable epsilons are its ranking's."""
+    finalists = MIN_FINALISTS
+    ranking_is_exact = True   # its ranking epsilons are the oracle's (to within a few per cent)
+
+    def with_gp(self, posterior, scaler):
+        return self
+
+    def reachable(self, points: np.ndarray) -> np.ndarray | None:
+        return np.asarray(self.ranking(points), dtype=float)
+
+
+class DPSGDTable(ExactModel):
     """DP-SGD's epsilon over candidates: tabulated per-step RDP for ranking, the oracle for `exact`."""
     name = "exact (DP-SGD RDP table for ranking, oracle for finalists)"
 
@@ -81,7 +105,7 @@ class DPSGDTable:
         return _oracle_epsilons(self.problem, self.n, points)
 
 
-class VectorisedOracle:
+class VectorisedOracle(ExactModel):
     """An oracle's own vectorised `epsilons(points, *, n, delta)` (points: an (N, d) array)."""
     name = "exact (the oracle's vectorised epsilons)"
 
@@ -95,7 +119,7 @@ class VectorisedOracle:
     exact = ranking
 
 
-class PointwiseOracle:
+class PointwiseOracle(ExactModel):
     """The oracle's `epsilon()` per candidate (chosen only where measured cheap enough)."""
     name = "exact (the oracle's epsilon per candidate)"
 
@@ -106,6 +130,35 @@ class PointwiseOracle:
         return _oracle_epsilons(self.problem, self.n, points)
 
     exact = ranking
+
+
+class ScreenedOracle(ExactModel):
+    """An oracle too slow for every candidate (`per_call` seconds a point): the privacy GP's mean ranks the
+    candidates (`ranking`), the oracle's own epsilon scores the `finalists` best of them and every point proposed
+    (`exact`). Built without the GP by `for_problem`; `with_gp` gives the round's model."""
+    ranking_is_exact = False
+
+    def __init__(self, problem: Problem, n: int | None, per_call: float, posterior=None, scaler=None):
+        self.problem, self.n, self.per_call = problem, n, per_call
+        self.posterior, self.scaler = posterior, scaler
+        self.finalists = int(np.clip(SCREEN_BUDGET / max(per_call, 1e-9), MIN_FINALISTS, MAX_FINALISTS))
+        self.name = (f"exact for the {self.finalists} finalists of each round (the privacy GP screens the "
+                     f"candidates: the oracle takes {per_call:.2g} s a point)")
+
+    def with_gp(self, posterior, scaler) -> "ScreenedOracle":
+        return ScreenedOracle(self.problem, self.n, self.per_call, posterior, scaler)
+
+    def ranking(self, points: np.ndarray) -> np.ndarray:
+        if self.posterior is None:
+            raise RuntimeError("a screened oracle ranks by the privacy GP: call with_gp first")
+        return np.exp(self.posterior.predict(self.scaler.to_unit(np.atleast_2d(points)))[0])
+
+    def exact(self, points: np.ndarray) -> np.ndarray:
+        return _oracle_epsilons(self.problem, self.n, points)
+
+    def reachable(self, points: np.ndarray) -> np.ndarray:
+        """The oracle's epsilons of the first `finalists` points (the caller puts the domain's corners first)."""
+        return self.exact(np.atleast_2d(points)[:self.finalists])
 
 
 def _oracle_epsilons(problem: Problem, n: int | None, points: np.ndarray) -> np.ndarray:
@@ -119,9 +172,10 @@ def _as_dict(problem: Problem, point: np.ndarray) -> dict:
 
 
 def for_problem(problem: Problem, n: int | None, candidates: int, sample: np.ndarray):
-    """The exact privacy model for `problem` (n training rows), or None where only the GP is affordable:
-    the DP-SGD table, the oracle's vectorised `epsilons`, or the oracle per candidate when 16 calls
-    (`sample`, points of the domain) extrapolate to <= POINTWISE_BUDGET s for `candidates` points."""
+    """The exact privacy model for `problem` (n training rows), or None where the oracle fails on the domain's
+    points (then the privacy GP's mean stands in, and the caller says so): the DP-SGD table, the oracle's
+    vectorised `epsilons`, the oracle per candidate when 16 calls (`sample`, points of the domain) extrapolate to
+    <= POINTWISE_BUDGET s for `candidates` points, else the GP-screened oracle."""
     if isinstance(problem.oracle, DPSGD) and n is not None:
         return DPSGDTable(problem, n)
     if callable(getattr(problem.oracle, "epsilons", None)):
@@ -136,9 +190,11 @@ def for_problem(problem: Problem, n: int | None, candidates: int, sample: np.nda
     per_call = (time.perf_counter() - start) / max(1, len(probe))
     if per_call * candidates <= POINTWISE_BUDGET:
         return PointwiseOracle(problem, n)
-    log.info("%s: the privacy oracle takes %.2g s per point, %.2g s for %d candidates (> %.1f s): privacy is learned "
-             "by a GP", problem.name, per_call, per_call * candidates, candidates, POINTWISE_BUDGET)
-    return None
+    screened = ScreenedOracle(problem, n, per_call)
+    log.info("%s: the privacy oracle takes %.2g s per point, %.2g s for %d candidates (> %.1f s): the privacy GP "
+             "screens the candidates, the oracle scores the best %d", problem.name, per_call, per_call * candidates,
+             candidates, POINTWISE_BUDGET, screened.finalists)
+    return screened
 
 
 @functools.lru_cache(maxsize=16)
@@ -153,6 +209,9 @@ def _table(n: int, lot_range: tuple[int, int], noise_range: tuple[float, float])
     return lots, noises, np.clip(table, -MAX_LOG_RDP, MAX_LOG_RDP)
 
 
+GP_EPSILON = "gp (predicted epsilon, not the oracle's)"
+
+
 def finite_log(epsilon: np.ndarray) -> np.ndarray:
     """ln epsilon, inf for no guarantee (the acquisition clips it to its region)."""
     with np.errstate(divide="ignore"):
@@ -161,9 +220,17 @@ def finite_log(epsilon: np.ndarray) -> np.ndarray:
 
 
 class GPMean:
-    """Where no exact model is affordable: the privacy GP's mean as if it were epsilon (a plug-in
-    prediction, not the oracle's; the proposal file's `privacy_model` column says so)."""
-    name = "gp (predicted epsilon, not the oracle's)"
+    """Where the oracle cannot score candidates: the privacy GP's mean as if it were epsilon (a plug-in
+    prediction, not the oracle's; the console, the proposal file's `privacy_model` and the front table say so)."""
+    name = GP_EPSILON
+    finalists = MIN_FINALISTS
+    ranking_is_exact = False
+
+    def with_gp(self, posterior, scaler):
+        return self
+
+    def reachable(self, points: np.ndarray) -> None:
+        return None   # a prediction: the domain's reachable range is not known
 
     def __init__(self, posterior, scaler):
         self.posterior, self.scaler = posterior, scaler

@@ -47,9 +47,6 @@ REFERENCES = ("fixed", "adaptive")
 PRIVACY_MODELS = ("gp", "exact")
 ACQUISITIONS = ("hvpoi", "hvpoi-region", "ehvi", "ehvi-logit")
 UTILITY_CAPS = ("none", "floor")
-# Finalists of the exact-privacy search: the best candidates by the ranking epsilons, re-scored with the
-# privacy oracle's own epsilons before one is chosen.
-FINALISTS = 16
 # A refinement stops when an L-BFGS-B iteration lowers the negative log marginal likelihood by less
 # than this fraction of it (~1e-5 nats at the 100-600 nats of 256 points; scipy's default, 2.2e-9,
 # which full refits keep): half the likelihood evaluations of a refinement round (29 -> 14, median
@@ -311,9 +308,14 @@ def propose(problem: Problem, evals: pd.DataFrame, q: int, settings: Settings, r
     # Errors worse than the floor are all worth nothing in the region: capped, the GP spends no variance on them.
     cap = context.error_floor if context is not None and settings.utility_cap == "floor" else None
     surrogates = fit_surrogates(problem, evals, settings, rng, previous, round_index, initial,
-                                fit_privacy=privacy is None, error_cap=cap)
+                                fit_privacy=privacy is None or isinstance(privacy, exact_privacy.ScreenedOracle),
+                                error_cap=cap)
     if privacy is None:
         privacy = exact_privacy.GPMean(surrogates.privacy, surrogates.scaler)
+        if settings.privacy_model == "exact":
+            log.warning("%s: epsilon in this round's acquisition is the privacy GP's prediction, not the oracle's "
+                        "(privacy_model in its proposal file says so)", problem.name)
+    privacy = privacy.with_gp(surrogates.privacy, surrogates.scaler)
     # a query round proposes one point: batches (q > 1) steer only by the front
     query = query_of_round(round_index, settings.query_every, context.queries if context and q == 1 else ())
     if query is not None:
@@ -343,17 +345,19 @@ def round_region(settings: Settings, context: Context | None, evals: pd.DataFram
     if context is None or context.region is None:
         return Region(*settings.region, floor)
     domain = None
-    if context.region.needs_domain and not isinstance(privacy, exact_privacy.GPMean):
+    if context.region.needs_domain:
         rng = np.random.default_rng(0)   # its own stream: the round's draws stay those of a fixed region
         box = scaler.upper - scaler.lower
         d = len(box)
         corners = np.array(np.meshgrid(*[[0.0, 1.0]] * d)).reshape(d, -1).T if d <= 10 else np.empty((0, d))
         unit = np.vstack([scaler.lower + corners * box, scaler.lower + rng.random((settings.candidates, d)) * box])
-        reachable = np.asarray(privacy.ranking(scaler.from_unit(unit)), dtype=float)
-        reachable = reachable[np.isfinite(reachable) & (reachable > 0)]
-        domain = (float(reachable.min()), float(reachable.max())) if len(reachable) else None
+        reachable = privacy.reachable(scaler.from_unit(unit))   # None: a GP's prediction, the range not known
+        if reachable is not None:
+            reachable = reachable[np.isfinite(reachable) & (reachable > 0)]
+            domain = (float(reachable.min()), float(reachable.max())) if len(reachable) else None
     return context.region.region(evals["epsilon"], evals["error"], floor, domain,
-                                 [t for kind, t in context.queries if kind == "eps"])
+                                 [t for kind, t in context.queries if kind == "eps"],
+                                 [t for kind, t in context.queries if kind == "utility"])
 
 
 def region_acquisition(settings: Settings, front_x: np.ndarray, front_y: np.ndarray, cap: float,
@@ -393,7 +397,7 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
     """The q points maximising the region acquisition with epsilon known (`privacy`: an exact_privacy
     model, or the privacy GP's mean where none is affordable). Candidates are drawn in the GPs' box
     with integers rounded (so epsilon is the rounded point's); the best is improved by L-BFGS-B over
-    the continuous hyperparameters; it and the FINALISTS best candidates are re-scored with the
+    the continuous hyperparameters; it and the best candidates (`privacy.finalists`) are re-scored with the
     oracle's own epsilons, and the best not yet evaluated is taken. q > 1: Kriging believer (the
     utility GP conditioned on the chosen point at its mean, which joins the front)."""
     start = time.perf_counter()
@@ -423,7 +427,7 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
         units = scaler.to_unit(points)
         values = value(units, privacy.ranking(points))
         order = np.argsort(-values)
-        finalists = [points[i] for i in order[:FINALISTS]]
+        finalists = [points[i] for i in order[:privacy.finalists]]
         if free.any():
             finalists.insert(0, _improve(units[order[0]], free, scaler, privacy, value))
         finalists = [p for p in finalists if tuple(np.round(p, 12)) not in taken]

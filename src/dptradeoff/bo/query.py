@@ -52,6 +52,7 @@ LOCAL_REPEATS = 4              # per scale, while a repeat improves the answer
 RANKING_MARGIN = 0.05          # a candidate whose ranking epsilon exceeds the target by more is not checked
 EXACT_CHECKS = 64              # oracle calls per step of the search, at most
 INTERVAL_LEVEL = 0.9           # nominal level of an answer's predictive interval for one training
+REACH_LEVEL = 0.9              # a utility answer: one new training reaches the target with this probability, at least
 INTERVAL_LABEL = "predictive interval for one training (GP, not a guarantee)"
 PRIOR_DOF = 1.0                # degrees of freedom of each shrinkage stage of ReplicationNoise
 MIN_CALIBRATION = 5            # trainings the acquisition chose, at least, for the one-step-ahead inflation
@@ -79,6 +80,10 @@ class Answer:
     single_sd: float = math.nan
     trainings: list = field(default_factory=list)   # the chain's single trainings of the point (empty: not trained)
     edge: str = ""              # the hyperparameters at a bound of the domain ("" : none)
+    # utility answers: the predicted probability that ONE new training reaches the target (GP, not a guarantee)
+    # and the level asked of it; below the level where no trained point reaches it (the best there is)
+    reach_probability: float = math.nan
+    reach_level: float = math.nan
 
     @property
     def trained(self) -> bool:
@@ -94,7 +99,8 @@ class Answer:
                "predicted_utility": self.predicted_utility, "predicted_sd": self.predicted_sd,
                "single_sd": self.single_sd, "interval_low": self.interval_low, "interval_high": self.interval_high,
                "interval_level": self.interval_level, "exact_epsilons": self.exact_epsilons, "trained": self.trained,
-               "trainings": list(self.trainings), "edge": self.edge}
+               "trainings": list(self.trainings), "edge": self.edge, "reach_probability": self.reach_probability,
+               "reach_level": self.reach_level}
         out.update({f"nearest_{k}": v for k, v in self.nearest.items()})
         out.update({f"evaluated_{k}": v for k, v in self.best_evaluated.items()})
         return out
@@ -216,10 +222,12 @@ class FrontQuery:
 
         sample = InputScaler(problem).from_unit(np.random.default_rng(0).random((16, len(problem.domain))))
         self.model = exact_privacy.for_problem(problem, n, settings.candidates, sample)
+        screened = isinstance(self.model, exact_privacy.ScreenedOracle)
         self.surrogates: Surrogates = fit_surrogates(problem, self.evals, settings, rng, initial=initial or None,
-                                                     fit_privacy=self.model is None)
+                                                     fit_privacy=self.model is None or screened)
         self.scaler = self.surrogates.scaler
-        self.ranking = self.model or exact_privacy.GPMean(self.surrogates.privacy, self.scaler)
+        self.ranking = (self.model.with_gp(self.surrogates.privacy, self.scaler) if self.model is not None
+                        else exact_privacy.GPMean(self.surrogates.privacy, self.scaler))
         self.observed = self.scaler.to_unit(self.evals[problem.names].to_numpy(float))
         self._epsilons: dict[tuple, float] = {}
         self.oracle_calls = 0   # the privacy oracle's runs (the trained points' epsilons are the evaluations')
@@ -348,6 +356,16 @@ class FrontQuery:
         high = np.where(mean - half <= floor, 1.0, high)
         return low, high, utility_moments(mean, var)[1]
 
+    def reach_probability(self, points: np.ndarray, target: float, level: float = REACH_LEVEL) -> np.ndarray:
+        """The predicted probability that ONE new training at each of `points` reaches utility `target` (GP, not a
+        guarantee): P(Z <= logit(1 - target)) for the one-training law of `interval`, Z ~ N(m + d, v), its
+        conformal factor the one calibrated for the central interval whose lower end is the one-sided `level`
+        bound (level 2 x `level` - 1), so that a point reaches the target at `level` exactly where that
+        interval's lower end is at or above it."""
+        mean, var = self.single_training(points, self.inflation(2 * level - 1))
+        goal = float(error_to_gp(np.array([1.0 - target]))[0])
+        return stats.norm.cdf((goal - mean) / np.sqrt(np.maximum(var, 1e-300)))
+
     def _candidates(self) -> np.ndarray:
         box = self.scaler.upper - self.scaler.lower
         unit = self.scaler.lower + self.rng.random((SEARCH_FACTOR * self.settings.candidates, len(box))) * box
@@ -358,7 +376,8 @@ class FrontQuery:
         unit = self.scaler.to_unit(point[None, :]) + self.rng.normal(0.0, scale, (LOCAL_TRIES, len(box))) * box
         return self._points(np.clip(unit, self.scaler.lower, self.scaler.upper))
 
-    def _answer(self, question: str, point: np.ndarray | None, best_evaluated: pd.DataFrame) -> Answer:
+    def _answer(self, question: str, point: np.ndarray | None, best_evaluated: pd.DataFrame,
+                reach_target: float | None = None) -> Answer:
         evaluated = {}
         if len(best_evaluated):
             row = best_evaluated.iloc[0]
@@ -370,9 +389,13 @@ class FrontQuery:
         near = self.evals.iloc[int(np.argmin(distances))]
         nearest = {k: near[k] for k in [*self.problem.names, "epsilon", "utility", "index"]}
         low, high, single = self.interval(point[None, :])
-        return Answer(question, self._as_dict(point), self.epsilon(point), float(utility[0]), float(sd[0]),
-                      nearest, evaluated, self.oracle_calls, float(low[0]), float(high[0]), INTERVAL_LEVEL,
-                      float(single[0]), self.trainings_at(point), self.edge(point))
+        answer = Answer(question, self._as_dict(point), self.epsilon(point), float(utility[0]), float(sd[0]),
+                        nearest, evaluated, self.oracle_calls, float(low[0]), float(high[0]), INTERVAL_LEVEL,
+                        float(single[0]), self.trainings_at(point), self.edge(point))
+        if reach_target is not None:
+            answer.reach_probability = float(self.reach_probability(point[None, :], reach_target)[0])
+            answer.reach_level = REACH_LEVEL
+        return answer
 
     def trainings_at(self, point: np.ndarray) -> list[float]:
         """The single trainings of `point` in the chain (each row's `utility_runs`; a trace row's are those of its
@@ -429,7 +452,7 @@ class FrontQuery:
             order = np.argsort(-utility)
             order = order[utility[order] > floor]
             ranked = self.ranking.ranking(points[order])
-            if self.model is not None:   # the ranking epsilons are the oracle's to within a few per cent
+            if self.ranking.ranking_is_exact:   # the ranking epsilons are the oracle's to within a few per cent
                 order = order[ranked <= target * (1 + RANKING_MARGIN)]
             else:   # the privacy GP's prediction: the points it predicts within the target are checked first
                 order = np.concatenate([order[ranked <= target], order[ranked > target]])
@@ -455,13 +478,15 @@ class FrontQuery:
         return self._answer(f"epsilon <= {target:g}", best, evaluated)
 
     def for_utility(self, target: float, search: bool = False) -> Answer:
-        """Minimise the exact epsilon subject to ONE new training reaching the target by the predictive interval
-        (its lower end >= target: at the interval's level or more), over the chain's trained points, or
-        (`search`) over the domain and the trained points (a trained point wins ties). Not the mean: a point
-        whose mean reaches the target misses it in about half of its trainings."""
+        """Minimise the exact epsilon subject to ONE new training reaching the target with probability >= REACH_LEVEL
+        (`reach_probability`), over the chain's trained points, or (`search`) over the domain and the trained points
+        (a trained point wins ties). Not the mean: a point whose mean reaches the target misses it in about half of
+        its trainings. Where no point reaches the level but a trained point has met the target in a training, the
+        answer is the trained point most likely to reach it, its probability (below the level) beside it: never no
+        answer while a training has met the target."""
         def most_private(points: np.ndarray, ceiling: float) -> np.ndarray | None:
             """The point of smallest exact epsilon below `ceiling` among those whose one training reaches the target."""
-            feasible = np.flatnonzero(self.interval(points)[0] >= target)
+            feasible = np.flatnonzero(self.reach_probability(points, target) >= REACH_LEVEL)
             ranked = feasible[np.argsort(self.ranking.ranking(points[feasible]))][:EXACT_CHECKS]
             if not len(ranked):
                 return None
@@ -475,10 +500,16 @@ class FrontQuery:
             if best is not None:
                 best = self._refine(best, lambda points, current: most_private(points, self.epsilon(current)))
         points, epsilons = self._trained()
-        reaching = self.interval(points)[0] >= target if len(points) else np.zeros(0, bool)
+        probability = self.reach_probability(points, target) if len(points) else np.zeros(0)
+        reaching = probability >= REACH_LEVEL
         if reaching.any():
             i = np.flatnonzero(reaching)[int(np.argmin(epsilons[reaching]))]
             if best is None or epsilons[i] <= self.epsilon(best):
                 best = points[i]
+        if best is None:   # none at the level: the trained point likeliest to reach the target, if a training met it
+            met = np.array([max(self.trainings_at(p), default=-np.inf) >= target for p in points], dtype=bool)
+            if met.any():
+                candidates = np.flatnonzero(met)
+                best = points[candidates[np.lexsort((epsilons[candidates], -probability[candidates]))[0]]]
         evaluated = self.evals[self.evals["utility"] >= target].sort_values("epsilon")
-        return self._answer(f"utility >= {target:g}", best, evaluated)
+        return self._answer(f"utility >= {target:g}", best, evaluated, reach_target=target)

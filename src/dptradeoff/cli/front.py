@@ -61,6 +61,7 @@ def _print_point(title: str, values: dict) -> None:
 def front(args) -> None:
     from ..bo.propose import Settings
     from ..bo.query import FrontQuery, front as pareto_front, query_rng
+    from ..bo.query_round import ANSWER_TRAININGS
 
     config = load(args.configfile)
     problem, evals, data = load_chain(config, args.problem, args.run)
@@ -94,15 +95,23 @@ def front(args) -> None:
     answer = query.for_epsilon(target, args.search) if kind == "eps" else query.for_utility(target, args.search)
     print(f"{problem.name}, {answer.question} (delta={problem.delta:g}); {GUARANTEE}.")
     if answer.point is None:
-        print(f"No hyperparameters in the domain meet {answer.question} by the GP's prediction and the exact oracle "
-              f"({answer.exact_epsilons} exact epsilons computed).")
+        print(f"No hyperparameters in the domain meet {answer.question} by the GP's prediction and the exact oracle, "
+              f"and no training of the chain reached it ({answer.exact_epsilons} exact epsilons computed).")
     else:
         _print_point("suggested", answer.point)
         print(f"  epsilon {answer.epsilon:.4g} (exact); predicted {problem.utility} {answer.predicted_utility:.4f} "
               f"+- {answer.predicted_sd:.4f} (GP, not a measurement; sd of a mean of R trainings); one training: {answer.interval_text()}")
+        if kind == "utility":
+            below = answer.reach_probability < answer.reach_level
+            print(f"  one new training reaches {target:g} with probability {answer.reach_probability:.2f} (GP, not a "
+                  f"guarantee)" + (f": BELOW the {answer.reach_level:.0%} an answer asks; no trained point reaches it "
+                                   f"at that level, and this one is the likeliest to" if below else ""))
         if answer.trained:
             print(f"  a trained point; its {len(answer.trainings)} trainings in the chain (measured): "
                   + ", ".join(f"{u:.4f}" for u in answer.trainings))
+            if len(answer.trainings) < ANSWER_TRAININGS:
+                print(f"  Few trainings to rest on: the query rule (the problem's `queries:`) trains an answer to "
+                      f"{ANSWER_TRAININGS} trainings of its own and asks again.")
         else:
             print("  not trained (a GP prediction between trained points)")
             _print_point("nearest evaluated point", answer.nearest)

@@ -56,6 +56,43 @@ def trivial_predictor(problem, data, utility_floor: float | None = None) -> tupl
     return (float(trivial), "majority class / trivial predictor") if trivial is not None else None
 
 
+def shaded_region(proposals: list[pd.DataFrame], metrics_region, metrics_how: str) -> tuple:
+    """(Region, what it is, a note) for the front figure's band and the table: the region DPareto's chain
+    searched in its last round (`region_low`, `region_high` of its last proposal file), as derived from its own
+    evaluations; where the front metrics' region (every method's rows pooled) differs, the note gives it. A chain
+    with no region (the paper's HVPoI) or no chain: the metrics' region, named as theirs."""
+    from ..stats.front_metrics import Region
+
+    last = proposals[-1] if proposals else None
+    if last is None or "region_low" not in last or last["region_low"].isna().all():
+        return (metrics_region, f"the front metrics' region ({metrics_how}), every method's rows pooled", "")
+    searched = Region(float(last["region_low"].iloc[0]), float(last["region_high"].iloc[0]), metrics_region.error_floor)
+    note = ""
+    if not np.allclose([searched.epsilon_low, searched.epsilon_high],
+                       [metrics_region.epsilon_low, metrics_region.epsilon_high], rtol=1e-9):
+        note = (f"The front metrics (tables/front_quality) count in ε [{metrics_region.epsilon_low:.3g}, "
+                f"{metrics_region.epsilon_high:.3g}] ({metrics_how}, from every method's rows pooled).")
+    return (searched, f"the region DPareto's chain searched in its last round ({metrics_how})", note)
+
+
+def chain_privacy(proposals: list[pd.DataFrame]) -> str:
+    """How the chain's acquisition knew epsilon, for the table: its rounds' privacy models; a loud sentence where
+    any round used the privacy GP's prediction instead of the oracle's epsilon."""
+    from ..bo.exact_privacy import GP_EPSILON
+
+    models = pd.concat([p["privacy_model"] for p in proposals if "privacy_model" in p], ignore_index=True) \
+        if any("privacy_model" in p for p in proposals) else pd.Series(dtype=str)
+    if models.empty:
+        return "The chain's acquisition learned epsilon with a GP (the paper's algorithm)." if proposals else ""
+    text = "Epsilon in the chain's acquisition: " + "; ".join(
+        f"{model} ({count} of {len(models)} rounds)" for model, count in models.value_counts(sort=False).items()) + "."
+    predicted = int((models == GP_EPSILON).sum())
+    if predicted:
+        text += (f" WARNING: {predicted} rounds ranked and chose points by the privacy GP's predicted epsilon, not the "
+                 f"oracle's (the oracle failed on candidate points; see the rounds' logs).")
+    return text
+
+
 def _predicted_bar(row) -> tuple[float, float, str]:
     """A query answer's errorbar in error (below, above its predicted error) and what it is: the predictive
     interval for one training where the row has it (bo.query.FrontQuery.interval), else (rows written
@@ -75,11 +112,11 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
     """The figure (returned, its file written to `out`): every evaluated point by the method that found
     it (`evaluations`: method -> its file's rows, `study.every_point`), their front, the query answers,
     where `trivial` (`trivial_predictor`) is known the trivial predictor's error as a line, and where `region`
-    ((`front_metrics.Region`, how it was chosen)) is given the problem's region of interest as a band."""
+    ((`front_metrics.Region`, what it is, a note): `shaded_region`) is given the region of interest as a band."""
     fig, ax = plt.subplots(figsize=(9.5, 4.8))
     if region is not None:
         ax.axvspan(region[0].epsilon_low, region[0].epsilon_high, color="0.93", zorder=0,
-                   label=f"region of interest ({region[1]}): ε in [{region[0].epsilon_low:.2g}, {region[0].epsilon_high:.2g}]")
+                   label=f"region of interest: ε in [{region[0].epsilon_low:.2g}, {region[0].epsilon_high:.2g}]")
     found = every_point(evaluations)
     for method in dict.fromkeys([*evaluations, *found["method"]]):
         color, label = METHOD_STYLES.get(method, ("C7", method))
@@ -125,8 +162,8 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
     if trivial is not None:
         caption += f" Dashed: the error of the {trivial[1]}, {1.0 - trivial[0]:.4g}."
     if region is not None:
-        caption += (f" Shaded: the problem's region of interest ({region[1]}), ε in [{region[0].epsilon_low:.3g}, "
-                    f"{region[0].epsilon_high:.3g}], where the search spends its budget and the front metrics count.")
+        caption += (f" Shaded: {region[1]}, ε in [{region[0].epsilon_low:.3g}, {region[0].epsilon_high:.3g}]."
+                    + (f" {region[2]}" if len(region) > 2 and region[2] else ""))
     sources = [s for f in evaluations.values() for s in f["source_label"].tolist()]
     save(fig, out, caption, sources, config)
     plt.close(fig)
@@ -141,7 +178,8 @@ def _listed(values) -> list:
 def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.DataFrame]) -> pd.DataFrame:
     """The front of every evaluated point (hyperparameters, epsilon, utility, which method found it),
     then one row per query answer (suggestion, exact epsilon, predicted utility with its predictive interval
-    for one training (GP, not a guarantee), the chain's trainings of the point, realised utility of its
+    for one training (GP, not a guarantee), utility answers: the predicted probability that one training reaches
+    the target, the trainings the answer rests on and those settling it added, realised utility of its
     retrainings, the share of them inside the interval (utility answers: reaching the target), and the domain
     bounds it sits at)."""
     from ..bo.query import front
@@ -155,10 +193,12 @@ def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.
                                    "utility_max": row["utility_max"], "predicted_utility": row["predicted_utility"],
                                    "predicted_sd": row["predicted_sd"],
                                    **{k: row.get(k) for k in ("interval_low", "interval_high", "interval_level",
-                                                              "runs_in_interval", "runs_reaching_target", "edge")},
+                                                              "reach_probability", "runs_in_interval",
+                                                              "runs_reaching_target", "added_trainings", "edge")},
                                    "trainings": ", ".join(f"{u:.4f}" for u in _listed(row.get("trainings"))),
                                    "method": "query"}]))
     out = pd.concat(rows, ignore_index=True)
     first = ["kind", "epsilon", "utility", "predicted_utility", "predicted_sd", "interval_low", "interval_high",
-             "interval_level", "runs_in_interval", "runs_reaching_target", "trainings", "edge", "utility_min", "utility_max"]
+             "interval_level", "reach_probability", "runs_in_interval", "runs_reaching_target", "trainings",
+             "added_trainings", "edge", "utility_min", "utility_max"]
     return out[[c for c in first if c in out] + [c for c in out if c not in first]].replace({np.nan: None})

@@ -245,13 +245,15 @@ class MetricSettings:
     levels: tuple[float, ...] = (0.1, 0.3, 1.0, 3.0)
     rules: dict = field(default_factory=dict, compare=False)            # problem -> RegionRule
     query_epsilons: dict = field(default_factory=dict, compare=False)   # problem -> its declared epsilon queries
+    query_utilities: dict = field(default_factory=dict, compare=False)  # problem -> its declared utility queries
 
     @classmethod
-    def from_config(cls, statistics: dict, rules: dict | None = None, query_epsilons: dict | None = None) -> "MetricSettings":
+    def from_config(cls, statistics: dict, rules: dict | None = None, query_epsilons: dict | None = None,
+                    query_utilities: dict | None = None) -> "MetricSettings":
         return cls(tuple(statistics.get("metrics", METRIC_NAMES)),
                    tuple(float(v) for v in statistics.get("region", (0.01, 10.0))),
                    tuple(float(v) for v in statistics.get("epsilon_levels", (0.1, 0.3, 1.0, 3.0))),
-                   dict(rules or {}), dict(query_epsilons or {}))
+                   dict(rules or {}), dict(query_epsilons or {}), dict(query_utilities or {}))
 
     def region(self, error_floor: float, problem: str | None = None, points=None) -> Region:
         """The problem's region (its rule over `points`, a frame of epsilon and error; no rule: statistics.region)."""
@@ -261,7 +263,8 @@ class MetricSettings:
         if points is None and rule.needs_domain:
             raise ValueError(f"{problem}'s region is derived from its evaluations; pass them")
         epsilon, error = (points["epsilon"], points["error"]) if points is not None else ((), ())
-        return rule.region(epsilon, error, error_floor, None, self.query_epsilons.get(problem, ()))
+        return rule.region(epsilon, error, error_floor, None, self.query_epsilons.get(problem, ()),
+                           self.query_utilities.get(problem, ()))
 
     def region_how(self, problem: str | None = None) -> str:
         """How the problem's region is chosen: its rule's name, or statistics.region."""

@@ -12,8 +12,10 @@ Fig. 5, tables/front_quality, figures/front_cost) and the front figure use it. A
       high = MARGIN x the smallest epsilon where f <= e_best + TOLERANCE x span  (the utility stops moving),
       low  = the largest epsilon where f >= e_top - TOLERANCE x span, / MARGIN  (the utility starts moving;
              the domain's smallest epsilon where the front moves from its first point),
-  both clipped to the domain's range, high raised to cover every declared epsilon query (`queries.epsilon`),
-  and the range at least a decade wide. The error floor is the problem's where it states one (the oracle's
+  both clipped to the domain's range, high raised to cover every declared query: MARGIN x an epsilon query's
+  target (`queries.epsilon`), MARGIN x the smallest epsilon where the observed front reaches a utility query's
+  target (`queries.utility`; the domain's largest epsilon while no evaluated point reaches it: the target may
+  need more than was seen), and the range at least a decade wide. The error floor is the problem's where it states one (the oracle's
   `trivial_utility`, or `utility_floor`, above 0), else e_top: the metric then measures the front between its worst
   and best errors instead of against utility 0. A chain re-derives its region every round from its own
   evaluations (the acquisition follows what it learns); the metrics derive one region per problem and run
@@ -47,9 +49,10 @@ class RegionRule(ABC):
 
     @abstractmethod
     def region(self, epsilon, error, error_floor: float, domain: tuple[float, float] | None = None,
-               query_epsilons: Sequence[float] = ()) -> Region:
+               query_epsilons: Sequence[float] = (), query_utilities: Sequence[float] = ()) -> Region:
         """The region for the evaluated points (epsilon, error), the problem's error floor (1: none stated, the
-        error of utility 0), the domain's epsilon range (None: the points') and the declared epsilon queries."""
+        error of utility 0), the domain's epsilon range (None: the points') and the declared epsilon and utility
+        queries."""
 
     def describe(self, region: Region) -> str:
         return f"epsilon in [{region.epsilon_low:.3g}, {region.epsilon_high:.3g}] ({self.name})"
@@ -65,7 +68,7 @@ class FixedRegion(RegionRule):
     def __post_init__(self) -> None:
         Region(self.low, self.high, 1.0)   # the one-sentence error for a bad range
 
-    def region(self, epsilon, error, error_floor, domain=None, query_epsilons=()) -> Region:
+    def region(self, epsilon, error, error_floor, domain=None, query_epsilons=(), query_utilities=()) -> Region:
         return Region(self.low, self.high, error_floor)
 
 
@@ -77,7 +80,7 @@ class DerivedRegion(RegionRule):
     name = "derived from the problem"
     needs_domain = True
 
-    def region(self, epsilon, error, error_floor, domain=None, query_epsilons=()) -> Region:
+    def region(self, epsilon, error, error_floor, domain=None, query_epsilons=(), query_utilities=()) -> Region:
         e, r = np.asarray(epsilon, dtype=float), np.asarray(error, dtype=float)
         ok = np.isfinite(e) & np.isfinite(r) & (e > 0)
         e, r = e[ok], np.minimum(r[ok], error_floor)
@@ -100,6 +103,9 @@ class DerivedRegion(RegionRule):
             low = float(e[still[-1]]) / self.margin if still[-1] > 0 else low_limit
         if len(query_epsilons):
             high = max(high, self.margin * max(float(q) for q in query_epsilons))
+        for target in query_utilities:
+            reached = np.flatnonzero(front <= 1.0 - float(target))
+            high = max(high, self.margin * float(e[reached[0]]) if len(reached) else high_limit)
         floor = error_floor if error_floor < 1.0 or span <= 0 else top
         return self._widened(max(low, low_limit), min(high, high_limit), low_limit, high_limit, floor)
 
