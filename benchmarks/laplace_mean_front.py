@@ -80,6 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=24)
+    parser.add_argument("--variants", nargs="+", default=["before", "now"], choices=["before", "now"])
     args = parser.parse_args()
     import sys
 
@@ -110,7 +111,7 @@ def main() -> None:
     }
     rows = []
     for seed in range(args.seeds):
-        for name, (settings, context) in variants.items():
+        for name, (settings, context) in [(v, variants[v]) for v in args.variants]:
             evals = chain(problem, data, settings, context, seed, args.rounds)
             expected = np.array([ClampedLaplaceMean.expected_utility(dict(zip(problem.names, p)), values)
                                  for p in evals[problem.names].to_numpy(float)])
@@ -154,6 +155,12 @@ def main() -> None:
     table = pd.DataFrame(rows)
     os.makedirs("laplace_mean_front", exist_ok=True)
     table.to_csv("laplace_mean_front/per_seed.csv", index=False)
+    if len(args.variants) < 2:
+        now = table.set_index("seed")
+        print(f"front={now['front'].mean():.4f} eps_answer_gap={now['eps_gap'].mean():+.5f} utility_reaching="
+              f"{now['utility_reaching'].mean():.3f} utility_eps_ratio={now['utility_eps_ratio'].median():.2f} "
+              f"seeds={args.seeds}")
+        return
     now, before = (table[table["method"] == m].set_index("seed") for m in ("now", "before"))
     print()
     for column in ["front", "eps_gap", "eps_inside", "utility_reaching", "utility_inside", "utility_epsilon",

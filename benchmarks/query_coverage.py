@@ -20,14 +20,18 @@ Two sets of chains:
 Questions per problem: `--eps-targets` epsilon targets log-spaced over the chain front's epsilon range
 (its smallest to its largest, 3 significant digits) and `--utility-targets` utility targets at the
 front's utility quantiles (evenly spaced inside (0, 1)): each answered as the `query` rule answers it (a trained
-point; `--search`: the GP's search of the whole domain, the previous answers; the config's seed, `query_rng`, the
-config's DPareto settings), then retrained `--retrain` times, each
+point, settled: `bo.query_round.settled_answer`; `--search`: the GP's search of the whole domain; the config's
+seed, `query_rng`, the config's DPareto settings), then retrained `--retrain` times, each
 one training by the problem's own oracle (`oracle.utilities` with a fresh Generator per answer).
 Coverage = the share of those single retrainings inside the interval, per problem and overall; also the
 new interval without its one-step-ahead inflation (c = 1: latent + misfit + replication noise only), the
 median interval widths, and each answer's line. Questions with no feasible answer are counted, not scored.
-Targets (issue 44): per problem, coverage in [0.85, 0.95] and >= 85 % of the utility answers' retrainings at
-or above the target.
+Utility answers also print their stated probability of reaching the target, and their epsilon over the most
+private measured point of the chain that meets the target (the Laplace mean: also over the closed form's least
+epsilon reaching it at the stated probability); the summary counts utility questions left unanswered while a
+training of the chain met the target, and the trainings settling took.
+Targets (issues 44, 50): per problem, coverage in [0.85, 0.95], >= 85 % of the utility answers' retrainings at
+or above the target, their epsilon within 2x the anchor, no empty utility answer while a training met it.
 
 Run: ./in-env python benchmarks/query_coverage.py   (about 3 minutes; last line:
 coverage_new=<x> coverage_old=<y> queries=<n>)
@@ -47,7 +51,8 @@ from scipy import stats
 
 from dptradeoff import paths
 from dptradeoff.bo.propose import Settings
-from dptradeoff.bo.query import INTERVAL_LABEL, INTERVAL_LEVEL, FrontQuery, front, logit_interval, query_rng
+from dptradeoff.bo.query import INTERVAL_LABEL, INTERVAL_LEVEL, front, logit_interval
+from dptradeoff.bo.query_round import settled_answer
 from dptradeoff.config import load
 from dptradeoff.problems import definition, resolve
 from dptradeoff.problems.evaluate import load_data
@@ -83,9 +88,11 @@ def ask(name: str, config: dict, settings: Settings, retrain: int, eps_targets: 
     z = stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2)
     for kind, target in questions(problem, evals, eps_targets, utility_targets):
         start = time.perf_counter()
-        query = FrontQuery(problem, evals, data, settings, query_rng(config["seed"], name, kind, target, 0))
-        answer = query.for_epsilon(target, SEARCH) if kind == "eps" else query.for_utility(target, SEARCH)
-        row = {"problem": name, "question": answer.question, "answered": answer.point is not None}
+        answer, query, added = settled_answer(problem, evals, data, kind, target, settings, config["seed"], 0, SEARCH)
+        met = evals[evals["utility"] >= target] if kind == "utility" else None
+        row = {"problem": name, "question": answer.question, "answered": answer.point is not None,
+               "met_by_a_training": bool(kind == "utility" and max(
+                   (max(r) for r in evals["utility_runs"] if len(r)), default=-1) >= target)}
         if answer.point is None:
             rows.append(row)
             continue
@@ -101,13 +108,35 @@ def ask(name: str, config: dict, settings: Settings, retrain: int, eps_targets: 
                    **{f"{k}_low": lo for k, (lo, _) in intervals.items()},
                    **{f"{k}_high": hi for k, (_, hi) in intervals.items()},
                    **{f"in_{k}": float(np.mean((runs >= lo) & (runs <= hi))) for k, (lo, hi) in intervals.items()})
+        row["added"] = added
         if kind == "utility":
             row["reaching"] = float(np.mean(runs >= target))
+            row["stated"] = answer.reach_probability
+            # the anchor of the answer's epsilon: the most private measured point of the chain that meets the target
+            row["eps_ratio"] = answer.epsilon / met["epsilon"].min() if len(met) else float("nan")
+            # and the most private measured point every one of whose trainings met it (an empirical reach of 1)
+            every = evals[[len(r) > 0 and min(r) >= target for r in evals["utility_runs"]]]
+            row["eps_ratio_every"] = answer.epsilon / every["epsilon"].min() if len(every) else float("nan")
+            if name == "laplace-mean":   # and the closed form: the least epsilon reaching it at the stated probability
+                import sys
+
+                sys.path.insert(0, os.path.join(ROOT, "examples"))
+                from laplace_mean import least_epsilon_reaching
+
+                import pandas as pd
+
+                ages = pd.read_csv(definition(config, name)["options"]["csv"])["age"].to_numpy(float)
+                row["eps_ratio_exact"] = answer.epsilon / least_epsilon_reaching(ages, target, answer.reach_probability)
         rows.append(row)
         print(f"  {name:18s} {answer.question:16s} predicted {answer.predicted_utility:.4f}  "
               f"old [{row['old_low']:.4f}, {row['old_high']:.4f}]  new [{row['new_low']:.4f}, {row['new_high']:.4f}]  "
               f"retrained {runs.mean():.4f} +- {runs.std(ddof=1):.4f} (min {runs.min():.4f})  "
-              f"inside old {row['in_old']:.2f} new {row['in_new']:.2f}", flush=True)
+              f"inside old {row['in_old']:.2f} new {row['in_new']:.2f}  trainings {len(answer.trainings)} (+{added})"
+              + (f"  P {row['stated']:.2f} reaching {row['reaching']:.2f} eps x{row['eps_ratio']:.2f} the most private "
+                 f"measured point meeting it, x{row['eps_ratio_every']:.2f} the one all of whose trainings did"
+                 + (f", x{row['eps_ratio_exact']:.2f} the closed form's least"
+                                                 if "eps_ratio_exact" in row else "") if kind == "utility" else ""),
+              flush=True)
     return rows
 
 
@@ -206,6 +235,16 @@ def main() -> None:
           f"{statistics.median(r['seconds'] for r in answered):.1f} s)")
     (new_low, new_high), (old_low, old_high) = bootstrap(answered, "new"), bootstrap(answered, "old")
     print(f"95 % bootstrap intervals over answers: new [{new_low:.3f}, {new_high:.3f}], old [{old_low:.3f}, {old_high:.3f}]")
+    utility = [r for r in answered if "eps_ratio" in r]
+    empty = [r for r in everything if not r["answered"] and r.get("met_by_a_training")]
+    for key, anchor in (("eps_ratio", "whose mean meets the target"),
+                        ("eps_ratio_every", "every one of whose trainings met it")):
+        ratios = [r[key] for r in utility if np.isfinite(r[key])]
+        print(f"utility answers' epsilon over the most private measured point {anchor}: median "
+              f"{np.median(ratios) if ratios else float('nan'):.2f}, largest {max(ratios, default=float('nan')):.2f}, "
+              f"within 2x {sum(x <= 2 for x in ratios)} of {len(ratios)}")
+    print(f"utility answers: {len(utility)}; unanswered while a training met the target: {len(empty)}; trainings "
+          f"settling added: {sum(r.get('added', 0) for r in answered)}")
     per_problem = {name: coverage([r for r in answered if r["problem"] == name], "new")
                    for name in args.problems if any(r["problem"] == name for r in answered)}
     worst = max(per_problem, key=lambda name: abs(per_problem[name] - INTERVAL_LEVEL))

@@ -41,8 +41,9 @@ from ..problems.problem import Problem
 from ..problems.tables import succeeded
 from ..seeds import rng as derived_rng
 from . import exact_privacy
-from .gp import Posterior, matern52
+from .gp import Posterior
 from .propose import Settings, Surrogates, fit_surrogates, gp_rows
+from .replication import REACH_LEVEL, ReplicationNoise, single_runs
 from .transforms import ERROR_RANGE, error_from_gp, error_to_gp
 
 SEARCH_FACTOR = 4
@@ -52,11 +53,8 @@ LOCAL_REPEATS = 4              # per scale, while a repeat improves the answer
 RANKING_MARGIN = 0.05          # a candidate whose ranking epsilon exceeds the target by more is not checked
 EXACT_CHECKS = 64              # oracle calls per step of the search, at most
 INTERVAL_LEVEL = 0.9           # nominal level of an answer's predictive interval for one training
-REACH_LEVEL = 0.9              # a utility answer: one new training reaches the target with this probability, at least
 INTERVAL_LABEL = "predictive interval for one training (GP, not a guarantee)"
-PRIOR_DOF = 1.0                # degrees of freedom of each shrinkage stage of ReplicationNoise
 MIN_CALIBRATION = 5            # trainings the acquisition chose, at least, for the one-step-ahead inflation
-LEVEL_BANDWIDTH = 0.1          # logit(error): how near in error a row's replications count (ReplicationNoise)
 EDGE = 0.01                    # a share of the GPs' input box: an answer this near a domain bound is at its edge
 
 
@@ -116,75 +114,6 @@ def utility_moments(mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.n
     first = (utility * weights).sum(-1)
     second = (utility**2 * weights).sum(-1)
     return first, np.sqrt(np.maximum(second - first**2, 0.0))
-
-
-def single_runs(evals: pd.DataFrame) -> list[np.ndarray]:
-    """Each row's single trainings as logit(error) (the utility GP's output space), from `utility_runs`;
-    a table without them: each row's mean utility, as one run."""
-    runs = evals["utility_runs"] if "utility_runs" in evals else [[u] for u in evals["utility"]]
-    return [error_to_gp(1.0 - np.asarray(r, dtype=float)) for r in runs]
-
-
-class ReplicationNoise:
-    """The variance of ONE training's logit(error) about its point's mean, anywhere in the GP's input box,
-    from the spread of the evaluated points' own replications (`utility_runs`).
-
-    Each row's sample variance s_i^2 over its R_i trainings (R_i - 1 degrees of freedom) is pooled
-    locally, in two stages each shrunk with `PRIOR_DOF` degrees of freedom towards the one before:
-        level(x) = (sum_i l_i (R_i - 1) s_i^2 + PRIOR_DOF s_pool^2) / (sum_i l_i (R_i - 1) + PRIOR_DOF),
-        s^2(x)   = (sum_i k_i l_i (R_i - 1) s_i^2 + PRIOR_DOF level(x)) / (sum_i k_i l_i (R_i - 1) + PRIOR_DOF),
-    l_i = exp(-(m(x) - y_i)^2 / (2 LEVEL_BANDWIDTH^2)) with m(x) the GP's mean at x and y_i row i's
-    logit(error): rows at the error the GP predicts at x; k_i = k(x, x_i), the utility GP's own Matern 5/2
-    correlation: rows near x in hyperparameters; s_pool^2 the chain's pooled variance.
-    Why local: the spread is strongly heteroscedastic and mostly a function of how good the training is
-    (default adult chains, R = 3: logit sd ~0.015 at errors below 0.18, ~0.2 above 0.25, where a
-    training sometimes diverges): one pooled value is several times too wide at a good answer and too
-    narrow at a poor one. Predicting each row's s_i^2 from the other trainings' rows (Gaussian
-    log-likelihood of its replications, summed over the three default adult chains, one stage shrunk
-    to s_pool^2 unless said): pooled 2593, near in hyperparameters only 2521, at the error level only
-    2984, both 3075, both in two stages (this) 3123. Why pooled at all: R = 3 gives a point's own
-    variance 2 degrees of freedom (below a fifth of its mean one time in five). Why not R x the GP's
-    noise variance: it is one value for the whole box, fitted to correlated trace rows (on the adult
-    chains 0.4-0.9 x the pooled replication variance / R). With no row of >= 2 trainings, `fallback`
-    (R x the GP's noise variance) everywhere."""
-
-    def __init__(self, unit: np.ndarray, evals: pd.DataFrame, lengthscales: np.ndarray, fallback: float):
-        runs = single_runs(evals)
-        self.dof = np.array([max(len(r) - 1, 0) for r in runs], dtype=float)
-        self.s2 = np.array([r.var(ddof=1) if len(r) > 1 else 0.0 for r in runs])
-        self.level = error_to_gp(evals["error"].to_numpy(float))
-        # where one training's logit(error) is centred against the logit of its row's MEAN error, which the GP
-        # fits: 0 for symmetric noise; for a skewed spread (a Laplace mechanism's |error| is exponential: the mean
-        # of its logs is ~0.58 below the log of its mean) one training lands off the GP's mean
-        self.gap = np.array([r.mean() - lv if len(r) > 1 else 0.0 for r, lv in zip(runs, self.level)])
-        self.unit, self.lengthscales = np.asarray(unit, dtype=float), np.asarray(lengthscales, dtype=float)
-        total = self.dof.sum()
-        self.pooled = float((self.dof * self.s2).sum() / total) if total > 0 else float(fallback)
-        self.pooled_gap = float((self.dof * self.gap).sum() / total) if total > 0 else 0.0
-        self.measured = total > 0
-
-    def at(self, unit: np.ndarray, mean: np.ndarray, exclude: np.ndarray | None = None) -> np.ndarray:
-        """s^2 at each of `unit` (the GP's input box) where the GP's mean logit(error) is `mean`, the rows
-        where `exclude` is True left out."""
-        return self.moments(unit, mean, exclude)[1]
-
-    def moments(self, unit: np.ndarray, mean: np.ndarray, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(the centre offset, s^2) of one training's logit(error) at each of `unit`: both pooled in the same two
-        stages (the class's formula; the offset of row i is the mean of its single trainings' logit(error) minus
-        the logit of its mean error)."""
-        if not self.measured:
-            return np.zeros(len(unit)), np.full(len(unit), self.pooled)
-        level = np.exp(-0.5 * ((np.asarray(mean, dtype=float)[:, None] - self.level[None, :]) / LEVEL_BANDWIDTH) ** 2)
-        level *= self.dof
-        if exclude is not None:
-            level[:, exclude] = 0.0
-        weights = matern52(np.atleast_2d(unit), self.unit, self.lengthscales, 1.0) * level
-
-        def pooled(values: np.ndarray, prior: float) -> np.ndarray:
-            at_level = (level @ values + PRIOR_DOF * prior) / (level.sum(axis=1) + PRIOR_DOF)
-            return (weights @ values + PRIOR_DOF * at_level) / (weights.sum(axis=1) + PRIOR_DOF)
-
-        return pooled(self.gap, self.pooled_gap), pooled(self.s2, self.pooled)
 
 
 def logit_interval(mean, var, level: float) -> tuple[np.ndarray, np.ndarray]:
