@@ -20,11 +20,14 @@ The models, and which a problem gets (`for_problem`):
 - `VectorisedOracle` for oracles that define `epsilons(points, *, n, delta)` (SVT's closed form; yours).
 - `PointwiseOracle`: the oracle's `epsilon()` called per candidate, where that is cheap enough: the
   rule is measured per problem, on 16 candidates, and taken when a round's candidates would cost
-  <= POINTWISE_BUDGET seconds.
+  <= POINTWISE_BUDGET seconds (20 us a point for 5,000).
 - `ScreenedOracle` for an oracle too slow for every candidate (OpenDP's maps take ~1 ms a point: 5 s for
-  5,000 candidates): the privacy GP's mean screens the candidates, and the oracle's own epsilon scores the
-  `finalists` best of them, as many as SCREEN_BUDGET seconds afford (MIN_FINALISTS to MAX_FINALISTS). The point a
-  round proposes, and every epsilon its region and answers use, is the oracle's.
+  5,000 candidates; diffprivlib's in its own environment ~65 us, a worker call each): the privacy GP's mean
+  screens the candidates, and the oracle's own epsilon scores the `finalists` best of them and the point
+  proposed. The point a round proposes, and every epsilon its region and answers use, is the oracle's.
+  The finalists come in tiers a decade of cost apart (SCREEN_TIERS: 512 below 2 ms a point, 64 below 20 ms,
+  else 16), so that a machine's load moves an oracle from one tier to another only where its cost sits near
+  a boundary: the tier decides the proposals, and a chain replays exactly only within its tier.
 - `GPMean` only where the oracle fails on candidate points: the privacy GP's mean as if it were epsilon, said
   at warning level, in the proposal file (`privacy_model`) and in the front table.
 
@@ -46,9 +49,10 @@ from ..problems.problem import Problem
 
 log = logging.getLogger(__name__)
 
-POINTWISE_BUDGET = 0.3     # seconds a round may spend on exact epsilons of its candidates, pointwise
-SCREEN_BUDGET = 0.5        # seconds a round may spend on the oracle's epsilons of a screened round's finalists
+POINTWISE_BUDGET = 0.1     # seconds a round may spend on exact epsilons of its candidates, pointwise
 MIN_FINALISTS, MAX_FINALISTS = 16, 512
+# (seconds a point, below which a screened round scores this many finalists exactly); slower: MIN_FINALISTS
+SCREEN_TIERS = ((2e-3, MAX_FINALISTS), (2e-2, 64))
 LOT_NODES, NOISE_NODES = 16, 200
 MAX_LOG_RDP = 700.0        # log RDP above this (orders never optimal) is clipped, so exp stays finite
 
@@ -141,9 +145,8 @@ class ScreenedOracle(ExactModel):
     def __init__(self, problem: Problem, n: int | None, per_call: float, posterior=None, scaler=None):
         self.problem, self.n, self.per_call = problem, n, per_call
         self.posterior, self.scaler = posterior, scaler
-        self.finalists = int(np.clip(SCREEN_BUDGET / max(per_call, 1e-9), MIN_FINALISTS, MAX_FINALISTS))
-        self.name = (f"exact for the {self.finalists} finalists of each round (the privacy GP screens the "
-                     f"candidates: the oracle takes {per_call:.2g} s a point)")
+        self.finalists = next((count for limit, count in SCREEN_TIERS if per_call < limit), MIN_FINALISTS)
+        self.name = f"exact for the {self.finalists} finalists of each round (the privacy GP screens the candidates)"
 
     def with_gp(self, posterior, scaler) -> "ScreenedOracle":
         return ScreenedOracle(self.problem, self.n, self.per_call, posterior, scaler)
