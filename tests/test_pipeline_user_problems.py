@@ -59,7 +59,8 @@ def test_a_problem_of_your_own_runs_through_random_dpareto_and_the_front_query(r
     assert (proposals[0]["region_low"], proposals[0]["region_high"]) != (0.01, 10.0)   # derived, not statistics.region
     answer = read_frame(str(work / "results/dpareto/gaussian-mean/query/eps1.parquet")).iloc[0]
     assert answer["question"] == "epsilon <= 1" and answer["epsilon"] <= 1.0
-    assert answer["trained"] and len(answer["trainings"]) == 2                       # a trained point, its 2 trainings
+    # a trained point, settled: its 2 trainings in the chain, trained up to 6 (ANSWER_TRAININGS) by the query rule
+    assert answer["trained"] and len(answer["trainings"]) == 6 and answer["added_trainings"] >= 4
     assert 0 <= answer["predicted_utility"] <= 1 and answer["predicted_sd"] >= 0      # the GP's prediction
     assert len(answer["utility_runs"]) == 2 and 0 <= answer["utility"] <= 1             # the realised training
     assert answer["nearest_epsilon"] > 0 and answer["exact_epsilons"] == 0   # a trained point: its evaluation's epsilon
@@ -187,8 +188,13 @@ def test_the_laplace_mean_example_finds_its_region_and_answers_with_trained_poin
     chain = read_frame(str(work / "results/dpareto/laplace-mean/dpareto/0/evaluations.parquet"))
     assert chain["utility"].between(0, 1).all() and (chain["delta"] == 0).all()
     answer = read_frame(str(work / "results/dpareto/laplace-mean/query/eps0.001.parquet")).iloc[0]
-    assert answer["epsilon"] <= 0.001 and answer["trained"] and len(answer["trainings"]) == 3
+    assert answer["epsilon"] <= 0.001 and answer["trained"] and len(answer["trainings"]) == 6   # 3, settled to 6
+    assert answer["added_trainings"] >= 3
     table = read(str(work / "tables/front-laplace-mean.csv"))
     row = table[table["kind"] == "query: epsilon <= 0.001"].iloc[0]
-    assert len(str(row["trainings"]).split(", ")) == 3
-    assert "Region of interest: epsilon in [" in (work / "tables/front-laplace-mean.md").read_text()
+    assert len(str(row["trainings"]).split(", ")) == 6 and row["added_trainings"] >= 3
+    caption = (work / "tables/front-laplace-mean.md").read_text()
+    searched = proposals[-1]
+    assert (f"Region of interest: the region DPareto's chain searched in its last round (derived from the problem), "
+            f"epsilon in [{searched['region_low']:.3g}, {searched['region_high']:.3g}]") in caption
+    assert "Epsilon in the chain's acquisition: exact" in caption and "WARNING" not in caption
