@@ -68,6 +68,7 @@ ANSWER_BUGS = {
     "answers: no answer below the reach level": [(QUERY, "            if met.any():", "            if False:")],
     "answers: not settled": [(ROUND, "        if answer.point is None or missing <= 0 or last:",
                               "        if True:")],
+    "answers: more private contenders left unsettled": [(ROUND, "CONTENDERS = 2 ", "CONTENDERS = 0 ")],
     "answers: utility targets outside the region": [(REGION, "        for target in query_utilities:",
                                                      "        for target in ():")],
     "answers: the mean, not one training, reaches the target": [

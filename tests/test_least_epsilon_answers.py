@@ -16,7 +16,7 @@ from dptradeoff.baselines.random_search import sample
 from dptradeoff.bo import exact_privacy
 from dptradeoff.bo.propose import Context, DPareto, Settings
 from dptradeoff.bo.query import REACH_LEVEL, FrontQuery
-from dptradeoff.bo.query_round import ANSWER_TRAININGS, settled_answer, with_more_trainings
+from dptradeoff.bo.query_round import ANSWER_TRAININGS, contenders, settled_answer, with_more_trainings
 from dptradeoff.plots.front import chain_privacy, shaded_region
 from dptradeoff.problems import resolve
 from dptradeoff.problems.evaluate import evaluate
@@ -127,6 +127,23 @@ def test_an_answer_resting_on_one_training_is_trained_until_it_rests_on_enough(l
         assert answer.point is not None and len(answer.trainings) >= ANSWER_TRAININGS
         assert added >= ANSWER_TRAININGS - 1 and len(query.evals) == len(single)
         assert len(set(answer.trainings)) == len(answer.trainings)      # fresh noise, not the chain's repeated
+
+
+def test_a_utility_question_settles_the_more_private_points_whose_mean_meets_it(chain, laplace):
+    """Measured points more private than the answer whose mean meets the target are trained up to ANSWER_TRAININGS
+    (the most private first, CONTENDERS a round): where they truly reach it, the answer moves to them."""
+    problem, data = laplace
+    target = 0.98
+    query = FrontQuery(problem, chain, data, FAST, np.random.default_rng(2))
+    answer = query.for_utility(target)
+    meeting = chain[(chain["utility"] >= target) & (chain["epsilon"] < answer.epsilon)].sort_values("epsilon")
+    assert len(meeting) >= 2, "the chain has no more private point meeting the target in mean: the test needs one"
+    rivals = contenders(query, target, answer.epsilon)
+    assert [r["scale"] for r in rivals] == pytest.approx(list(meeting["scale"][:2]))      # CONTENDERS = 2
+    _, settled, added = settled_answer(problem, chain, data, "utility", target, FAST, 0, 0)
+    for rival in rivals:
+        assert len(settled.trainings_at(np.array([rival[n] for n in problem.names], dtype=float))) >= ANSWER_TRAININGS
+    assert added >= 2 * (ANSWER_TRAININGS - 3)
 
 
 # -- epsilon exact in the acquisition -------------------------------------------------------------------------

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 ANSWER_TRAININGS = 6   # an answer rests on at least this many trainings of its own point (SETTLE_ROUNDS allowing)
 SETTLE_ROUNDS = 4      # questions asked again after training an answer more, at most
+CONTENDERS = 2         # a utility question's more private points meeting the target in mean, settled each round
 
 
 def with_more_trainings(evals: pd.DataFrame, names: list[str], point: dict, runs) -> pd.DataFrame:
@@ -48,28 +49,54 @@ def with_more_trainings(evals: pd.DataFrame, names: list[str], point: dict, runs
 def settled_answer(problem: Problem, evals: pd.DataFrame, data, kind: str, target: float, settings: Settings,
                    seed: int, run: int, search: bool = False):
     """(the answer, its FrontQuery, the trainings added): the question asked of `evals`, its answer trained to
-    ANSWER_TRAININGS trainings of its own and the question asked again (the module's rule)."""
+    ANSWER_TRAININGS trainings of its own and the question asked again (the module's rule). A utility question
+    also settles its CONTENDERS: the most private trained points more private than the answer whose measured mean
+    meets the target, on fewer trainings: where they truly reach it, the answer moves to them."""
     method, added = f"query-{kind}{target:g}-settle", 0
     for attempt in range(SETTLE_ROUNDS + 1):
         last = attempt == SETTLE_ROUNDS   # the last question is over trained points only: the answer is one
         query = FrontQuery(problem, evals, data, settings, query_rng(seed, problem.name, kind, target, run))
         searching = search and not last
         answer = query.for_epsilon(target, searching) if kind == "eps" else query.for_utility(target, searching)
-        missing = ANSWER_TRAININGS - len(answer.trainings)
-        if answer.point is None or missing <= 0 or last:
+        if answer.point is None or last:
             return answer, query, added
-        more = evaluate(problem, pd.DataFrame([answer.point]), data, missing, seed, method, run, first_index=attempt)
-        runs = more["utility_runs"].iloc[0]
-        if more["failure"].iloc[0] is not None or not len(runs):
+        points = [answer.point] if len(answer.trainings) < ANSWER_TRAININGS else []
+        if kind == "utility":
+            points += contenders(query, target, answer.epsilon)
+        if not points:
             return answer, query, added
-        log.info("%s %s: the answer had %d trainings of its own; trained %d more", problem.name, answer.question,
-                 len(answer.trainings), len(runs))
-        if answer.trained:
-            evals = with_more_trainings(query.evals, problem.names, answer.point, runs)
-        else:   # a point of the GP's search: its trainings join the chain as a row of their own
-            evals = pd.concat([query.evals, more.reindex(columns=query.evals.columns)], ignore_index=True)
-        added += len(runs)
+        evals = query.evals
+        for j, point in enumerate(points):
+            trained = query.trainings_at(np.array([point[n] for n in problem.names], dtype=float))
+            more = evaluate(problem, pd.DataFrame([point]), data, ANSWER_TRAININGS - len(trained), seed, method, run,
+                            first_index=attempt * (1 + CONTENDERS) + j)
+            runs = more["utility_runs"].iloc[0]
+            if more["failure"].iloc[0] is not None or not len(runs):
+                return answer, query, added
+            log.info("%s %s: %s had %d trainings of its own; trained %d more", problem.name, answer.question,
+                     "the answer" if j == 0 and point is answer.point else "a more private contender", len(trained),
+                     len(runs))
+            if trained:
+                evals = with_more_trainings(evals, problem.names, point, runs)
+            else:   # a point of the GP's search: its trainings join the chain as a row of their own
+                evals = pd.concat([evals, more.reindex(columns=evals.columns)], ignore_index=True)
+            added += len(runs)
     raise AssertionError("unreachable")
+
+
+def contenders(query: FrontQuery, target: float, epsilon: float) -> list[dict]:
+    """Up to CONTENDERS trained points more private than `epsilon` whose measured mean utility meets `target`, on
+    fewer than ANSWER_TRAININGS trainings, the most private first."""
+    evals, names = query.evals, query.problem.names
+    rows = evals[(evals["utility"] >= target) & (evals["epsilon"] < epsilon)].sort_values("epsilon", kind="stable")
+    out = []
+    for _, row in rows.drop_duplicates(names).iterrows():
+        if len(out) >= CONTENDERS:
+            break
+        point = row[names].to_numpy(float)
+        if len(query.trainings_at(point)) < ANSWER_TRAININGS:
+            out.append(query._as_dict(point))
+    return out
 
 
 def answer_and_train(problem: Problem, chain: str, kind: str, target: float, settings: Settings, repeats: int,
