@@ -43,9 +43,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 
 import numpy as np
+import pandas as pd
 import threadpoolctl
 from scipy import stats
 
@@ -64,6 +66,8 @@ SEARCH = False   # --search
 PANEL = [*PROBLEMS, "mnist-mlp2-sgd", "laplace-mean", "diffprivlib-logreg"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+from laplace_mean import least_epsilon_reaching  # noqa: E402   the closed form, the anchor of its answers
 
 
 def questions(problem, evals, eps_targets: int, utility_targets: int) -> list[tuple[str, float]]:
@@ -118,13 +122,6 @@ def ask(name: str, config: dict, settings: Settings, retrain: int, eps_targets: 
             every = evals[[len(r) > 0 and min(r) >= target for r in evals["utility_runs"]]]
             row["eps_ratio_every"] = answer.epsilon / every["epsilon"].min() if len(every) else float("nan")
             if name == "laplace-mean":   # and the closed form: the least epsilon reaching it at the stated probability
-                import sys
-
-                sys.path.insert(0, os.path.join(ROOT, "examples"))
-                from laplace_mean import least_epsilon_reaching
-
-                import pandas as pd
-
                 ages = pd.read_csv(definition(config, name)["options"]["csv"])["age"].to_numpy(float)
                 row["eps_ratio_exact"] = answer.epsilon / least_epsilon_reaching(ages, target, answer.reach_probability)
         rows.append(row)
@@ -157,7 +154,6 @@ def panel(work: str, rounds: int) -> list[str]:
     """Write DIR/panel.yaml and DIR/ages.csv, build the panel's DPareto chains with Snakemake in DIR, and chdir
     there; the configfiles to load."""
     import subprocess
-    import sys
 
     import yaml
 
@@ -169,8 +165,6 @@ def panel(work: str, rounds: int) -> list[str]:
         os.symlink(os.path.join(ROOT, "config"), os.path.join(work, "config"))
     csv = os.path.abspath(os.path.join(work, "ages.csv"))
     if not os.path.exists(csv):
-        import pandas as pd
-
         pd.DataFrame({"age": ages()}).to_csv(csv + ".tmp", index=False)
         os.replace(csv + ".tmp", csv)
     diffprivlib = yaml.safe_load(open(os.path.join(ROOT, "config", "examples", "diffprivlib-logreg.yaml")))

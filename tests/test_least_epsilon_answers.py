@@ -245,3 +245,34 @@ def test_a_screened_oracles_finalists_come_in_tiers_a_decade_of_cost_apart(slow)
     tiers = {cost: exact_privacy.ScreenedOracle(problem, None, cost) for cost in (1e-3, 1.9e-3, 5e-3, 5e-2)}
     assert [t.finalists for t in tiers.values()] == [512, 512, 64, 16]
     assert tiers[1e-3].name == tiers[1.9e-3].name
+
+
+@pytest.mark.parametrize("bias", [0.0, 0.6, -1.4])   # inside the tolerance, and beyond it
+def test_the_laplace_examples_reach_probability_is_monte_carlos(bias):
+    """The benchmarks' anchor, P(|b + Laplace(s)| <= t) in closed form, against 400,000 draws."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    from laplace_mean import reach_probability
+
+    draws = bias + np.random.default_rng(7).laplace(0.0, 0.5, 400_000)
+    assert float(reach_probability(bias, 0.5, 1.0)) == pytest.approx(np.mean(np.abs(draws) <= 1.0), abs=3e-3)
+
+
+def test_the_least_epsilon_reaching_a_utility_is_a_brute_force_searchs():
+    """`least_epsilon_reaching` (bisection in the scale) against a sweep of 4,000 scales per clamp on a coarse grid."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    from laplace_mean import least_epsilon_reaching, reach_probability
+
+    values = np.clip(np.round(17 + np.random.default_rng(1).gamma(3.0, 7.2, 2000)), 17, 90)
+    n, scales = len(values), np.geomspace(1e-3, 10.0, 4000)
+    best = np.inf
+    for low in np.arange(0.0, 35.1, 5.0):
+        for high in np.arange(40.0, 120.1, 5.0):
+            bias = np.clip(values, low, high).mean() - values.mean()
+            reaching = scales[reach_probability(bias, scales, 1.0) >= 0.9]
+            if len(reaching):
+                best = min(best, (high - low) / (n * reaching.max()))
+    assert least_epsilon_reaching(values, 0.99, 0.9, step=5.0) == pytest.approx(best, rel=3e-3)

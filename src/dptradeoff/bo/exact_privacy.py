@@ -62,6 +62,7 @@ class ExactModel:
     GP, and the domain's reachable epsilons are its ranking's."""
     finalists = MIN_FINALISTS
     ranking_is_exact = True   # its ranking epsilons are the oracle's (to within a few per cent)
+    needs_gp = False          # whether the round must fit the privacy GP for it (`with_gp`)
 
     def with_gp(self, posterior, scaler):
         return self
@@ -141,6 +142,7 @@ class ScreenedOracle(ExactModel):
     candidates (`ranking`), the oracle's own epsilon scores the `finalists` best of them and every point proposed
     (`exact`). Built without the GP by `for_problem`; `with_gp` gives the round's model."""
     ranking_is_exact = False
+    needs_gp = True
 
     def __init__(self, problem: Problem, n: int | None, per_call: float, posterior=None, scaler=None):
         self.problem, self.n, self.per_call = problem, n, per_call

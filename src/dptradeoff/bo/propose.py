@@ -308,8 +308,7 @@ def propose(problem: Problem, evals: pd.DataFrame, q: int, settings: Settings, r
     # Errors worse than the floor are all worth nothing in the region: capped, the GP spends no variance on them.
     cap = context.error_floor if context is not None and settings.utility_cap == "floor" else None
     surrogates = fit_surrogates(problem, evals, settings, rng, previous, round_index, initial,
-                                fit_privacy=privacy is None or isinstance(privacy, exact_privacy.ScreenedOracle),
-                                error_cap=cap)
+                                fit_privacy=privacy is None or privacy.needs_gp, error_cap=cap)
     if privacy is None:
         privacy = exact_privacy.GPMean(surrogates.privacy, surrogates.scaler)
         if settings.privacy_model == "exact":

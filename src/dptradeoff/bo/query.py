@@ -104,6 +104,12 @@ class Answer:
         return out
 
 
+def rows_at(evals: pd.DataFrame, names: list[str], point) -> np.ndarray:
+    """Which rows of `evals` are trainings of hyperparameter `point` (an array in `names` order; to 1e-9)."""
+    return np.all(np.isclose(evals[names].to_numpy(float), np.asarray(point, dtype=float)[None, :], rtol=1e-9,
+                             atol=0), axis=1)
+
+
 def utility_moments(mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and sd of utility = 1 - error when the GP's latent logit(error) is N(mean, var)
     (Gauss-Hermite quadrature, 40 nodes)."""
@@ -151,9 +157,8 @@ class FrontQuery:
 
         sample = InputScaler(problem).from_unit(np.random.default_rng(0).random((16, len(problem.domain))))
         self.model = exact_privacy.for_problem(problem, n, settings.candidates, sample)
-        screened = isinstance(self.model, exact_privacy.ScreenedOracle)
         self.surrogates: Surrogates = fit_surrogates(problem, self.evals, settings, rng, initial=initial or None,
-                                                     fit_privacy=self.model is None or screened)
+                                                     fit_privacy=self.model is None or self.model.needs_gp)
         self.scaler = self.surrogates.scaler
         self.ranking = (self.model.with_gp(self.surrogates.privacy, self.scaler) if self.model is not None
                         else exact_privacy.GPMean(self.surrogates.privacy, self.scaler))
@@ -171,14 +176,14 @@ class FrontQuery:
     def _points(self, unit: np.ndarray) -> np.ndarray:
         return self.scaler.from_unit(unit)
 
-    def _as_dict(self, point: np.ndarray) -> dict:
+    def as_dict(self, point: np.ndarray) -> dict:
         return {p.name: (int(v) if p.integer else float(v)) for p, v in zip(self.problem.domain, point)}
 
     def epsilon(self, point: np.ndarray) -> float:
         """The privacy oracle's own epsilon (cached per point)."""
         key = tuple(np.round(point, 12))
         if key not in self._epsilons:
-            self._epsilons[key] = exact_epsilon(self.problem, self._as_dict(point), training_rows(self.data))
+            self._epsilons[key] = exact_epsilon(self.problem, self.as_dict(point), training_rows(self.data))
             self.oracle_calls += 1
         return self._epsilons[key]
 
@@ -318,7 +323,7 @@ class FrontQuery:
         near = self.evals.iloc[int(np.argmin(distances))]
         nearest = {k: near[k] for k in [*self.problem.names, "epsilon", "utility", "index"]}
         low, high, single = self.interval(point[None, :])
-        answer = Answer(question, self._as_dict(point), self.epsilon(point), float(utility[0]), float(sd[0]),
+        answer = Answer(question, self.as_dict(point), self.epsilon(point), float(utility[0]), float(sd[0]),
                         nearest, evaluated, self.oracle_calls, float(low[0]), float(high[0]), INTERVAL_LEVEL,
                         float(single[0]), self.trainings_at(point), self.edge(point))
         if reach_target is not None:
@@ -329,7 +334,7 @@ class FrontQuery:
     def trainings_at(self, point: np.ndarray) -> list[float]:
         """The single trainings of `point` in the chain (each row's `utility_runs`; a trace row's are those of its
         epoch), [] when it was not trained."""
-        at = np.all(np.isclose(self.evals[self.problem.names].to_numpy(float), point[None, :], rtol=1e-9, atol=0), axis=1)
+        at = rows_at(self.evals, self.problem.names, point)
         if not at.any():
             return []
         rows = self.evals[at]

@@ -19,7 +19,7 @@ from ..problems.evaluate import evaluate, load_data, source_label
 from ..problems.problem import Problem
 from ..problems.tables import read_frame
 from .propose import Settings
-from .query import FrontQuery, query_rng
+from .query import FrontQuery, query_rng, rows_at
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +31,7 @@ CONTENDERS = 2         # a utility question's more private points meeting the ta
 def with_more_trainings(evals: pd.DataFrame, names: list[str], point: dict, runs) -> pd.DataFrame:
     """`evals` with the single trainings `runs` of `point` added to its last row (mean, min, max, error and
     `utility_runs` recomputed; `repeats` counts them all)."""
-    at = np.all(np.isclose(evals[names].to_numpy(float), np.array([[point[n] for n in names]], dtype=float),
-                           rtol=1e-9, atol=0), axis=1)
-    i = evals.index[np.flatnonzero(at)[-1]]
+    i = evals.index[np.flatnonzero(rows_at(evals, names, [point[n] for n in names]))[-1]]
     before = list(evals.at[i, "utility_runs"]) if "utility_runs" in evals else [float(evals.at[i, "utility"])]
     everything = np.array([*before, *runs], dtype=float)
     out = evals.copy()
@@ -95,7 +93,7 @@ def contenders(query: FrontQuery, target: float, epsilon: float) -> list[dict]:
             break
         point = row[names].to_numpy(float)
         if len(query.trainings_at(point)) < ANSWER_TRAININGS:
-            out.append(query._as_dict(point))
+            out.append(query.as_dict(point))
     return out
 
 
