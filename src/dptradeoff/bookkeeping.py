@@ -16,7 +16,7 @@ import pandas as pd
 from . import UserError
 from .baselines.grid import grid
 from .baselines.random_search import sample, sample_uniform
-from .io import read_provenance
+from .io import read_provenance, read_training_states
 from .problems import resolve
 from .problems.tables import concat, read_frame, write_frame
 from .seeds import rng
@@ -70,7 +70,10 @@ def initial_rows(*, inputs: list[str], initial_points: int, output: str, log_pat
     with traces, every row of their trainings."""
     with _step(log_path, f"the first {initial_points} points of {len(inputs)} evaluation files"):
         evaluated = pd.concat([read_frame(p) for p in inputs], ignore_index=True)
-        initial = evaluated[evaluated["index"] < initial_points]
+        initial = evaluated[evaluated["index"] < initial_points].copy()
+        # the states of their trainings, which a chain may continue (problems.evaluate)
+        states = {i: state for p in inputs for i, state in read_training_states(p).items() if i < initial_points}
+        initial.attrs["training_states"] = states
         write_frame(initial, output, {**read_provenance(inputs[0]), "method": "dpareto-initial"})
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -20,6 +21,9 @@ import pyarrow.parquet as pq
 from . import UserError, __version__
 
 PROVENANCE_KEY = b"dptradeoff"
+# Where an evaluation file keeps the states of its resumable trainings ({index: state bytes}, as an npz):
+# a later job continues a training from them (problems.evaluate, docs/traces.md).
+STATES_KEY = b"dptradeoff.training_states"
 
 
 @contextlib.contextmanager
@@ -49,16 +53,23 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def write_table(table: pa.Table, path: str | os.PathLike, provenance: dict) -> None:
-    """Write `table` atomically to Parquet with `provenance` (JSON) in the schema metadata.
+def write_table(table: pa.Table, path: str | os.PathLike, provenance: dict,
+                states: dict[int, bytes] | None = None) -> None:
+    """Write `table` atomically to Parquet with `provenance` (JSON) in the schema metadata, and the
+    training states `states` ({training index: bytes}) where given.
 
     The row count (of this table) and the package version are added, so every file says how it was made.
     """
     meta = dict(provenance)
     meta["rows"] = table.num_rows  # always this file's own count, even when provenance is copied from an input
     meta.setdefault("package_version", __version__)
-    existing = table.schema.metadata or {}
-    table = table.replace_schema_metadata({**existing, PROVENANCE_KEY: json.dumps(meta, sort_keys=True)})
+    existing = {k: v for k, v in (table.schema.metadata or {}).items() if k != STATES_KEY}
+    extra = {}
+    if states:
+        buffer = io.BytesIO()
+        np.savez(buffer, **{str(int(k)): np.frombuffer(v, np.uint8) for k, v in states.items()})
+        extra[STATES_KEY] = buffer.getvalue()
+    table = table.replace_schema_metadata({**existing, PROVENANCE_KEY: json.dumps(meta, sort_keys=True), **extra})
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
 
@@ -163,7 +174,19 @@ def nonfinite(x) -> NonFinite | None:
 
 
 def write_frame(frame: pd.DataFrame, path: str | os.PathLike, provenance: dict) -> None:
-    write_table(pa.Table.from_pandas(frame, preserve_index=False), path, provenance)
+    """`frame` as `write_table` writes it, with the training states `problems.evaluate` left in its
+    `attrs["training_states"]`."""
+    write_table(pa.Table.from_pandas(frame, preserve_index=False), path, provenance,
+                frame.attrs.get("training_states"))
+
+
+def read_training_states(path: str | os.PathLike) -> dict[int, bytes]:
+    """The training states an evaluation file keeps ({training index: bytes}; empty: none)."""
+    data = (parquet_schema(path).metadata or {}).get(STATES_KEY)
+    if not data:
+        return {}
+    with np.load(io.BytesIO(data)) as f:
+        return {int(k): f[k].tobytes() for k in f.files}
 
 
 def read_frame(path: str | os.PathLike) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from . import UserError, paths
 
 DPARETO = paths.DPARETO
-CHAIN_METHODS = (DPARETO, "optuna-tpe", "optuna-gp", "botorch")   # the schema's enum of a chain's method
+CHAIN_METHODS = (DPARETO, "optuna-tpe", "optuna-gp", "botorch", "moasha")   # the schema's enum of a chain's method
 
 
 def _entry(config: dict, name: str) -> dict:

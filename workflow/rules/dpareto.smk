@@ -61,6 +61,8 @@ rule bo_propose:
 rule bo_evaluate:
     input:
         proposal=point_proposal,
+        # a point may continue one of the initial trainings from the state this file keeps
+        initial=paths.CHAIN_RUN.initial,
         data=lambda wildcards: problem_data(wildcards.problem),
     output:
         paths.CHAIN_RUN.evals("{i}"),

@@ -148,12 +148,31 @@ def prepared_data(problem, data_dir: str = paths.DATA_DIR):
         return _data[key]
 
 
+def continuation(proposed: pd.Series, initial: str, evaluations_folder: str, repeats: int):
+    """The training a proposed point continues (`problems.traces.Continuation`; None: a new training): its
+    index, seed and the axis value reached are in the proposal (`resumes`, `resumes_seed`, `resumes_from`),
+    its state in the evaluation file that holds its last segment (`resumes_evaluation`; -1: the initial
+    points' file `initial`). No state there: the training is replayed from its seed."""
+    if "resumes" not in proposed or pd.isna(proposed["resumes"]) or int(proposed["resumes"]) < 0:
+        return None
+    from ..io import read_training_states
+    from ..problems.traces import Continuation
+
+    source = int(proposed["resumes_evaluation"])
+    path = initial if source < 0 else os.path.join(evaluations_folder, f"{source}.parquet")
+    index = int(proposed["resumes"])
+    return Continuation(index, int(proposed["resumes_seed"]), int(proposed["resumes_from"]), repeats,
+                        read_training_states(path).get(index))
+
+
 def evaluate_point(*, method: str, problem: str, definition: dict | None, conversion: str, proposal: str, output: str,
                    log: str, chain: str, index: int, batch_size: int, repeats: int, seed: int, run: int,
-                   initial_points: int, traces=None) -> None:
+                   initial_points: int, traces=None, initial: str | None = None) -> None:
     """Evaluate point `index` of chain `chain` (the `index % batch_size`-th of its round's proposal
     file `proposal`) with the problem's oracles and write its row (with `traces`, its trace's rows:
-    `problems.traces`) to `output`. A killed traced evaluation writes nothing and reruns whole."""
+    `problems.traces`) to `output`. A point that continues a training (`continuation`) reads the
+    training's state from the earlier evaluation file (or `initial`, the chain's initial points) that
+    holds it. A killed traced evaluation writes nothing and reruns whole."""
     start = time.perf_counter()
     limit_blas_threads()
     limit_torch_threads()
@@ -162,12 +181,16 @@ def evaluate_point(*, method: str, problem: str, definition: dict | None, conver
             with gp.IMPORT_LOCK:   # a user oracle's module is imported here the first time
                 chosen = resolve(problem, definition, conversion)
             round_points = read_once(proposal)   # a round's q evaluations share its file
+            proposed = round_points.iloc[index % batch_size]
             point = round_points.iloc[[index % batch_size]][chosen.names]
             data = prepared_data(chosen)
+            continues = continuation(proposed, initial, os.path.dirname(output), repeats)
             lock = _oracle_locks[chosen.name] if not chosen.oracle.thread_safe else None
             with lock or contextlib.nullcontext():
-                rows = evaluate(chosen, point, data, repeats, seed, method, run, initial_points + index, traces)
+                rows = evaluate(chosen, point, data, repeats, seed, method, run, initial_points + index, traces,
+                                continues)
             rows["round"] = int(round_points["round"].iloc[0])
+            rows["evaluation"] = index   # the chain's evaluation file the rows are in (the initial points: -1)
             rows["job_seconds"] = time.perf_counter() - start   # the whole evaluation as Snakemake runs it
             write_frame(rows, output, {"problem": problem, "method": method, "run": run, "chain": chain,
                                        "repeats": repeats, "definition": definition,
@@ -194,4 +217,4 @@ def evaluate_in_rule(wildcards, input, output, params, log) -> None:
                        conversion=params.conversion, proposal=input.proposal, output=output[0], log=log[0],
                        chain=wildcards.chain, index=int(wildcards.i), batch_size=params.batch_size,
                        repeats=params.repeats, seed=params.seed, run=int(wildcards.run),
-                       initial_points=params.initial_points, traces=params.traces)
+                       initial_points=params.initial_points, traces=params.traces, initial=input.initial)

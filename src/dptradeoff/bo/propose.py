@@ -30,8 +30,9 @@ from scipy import optimize
 
 from ..problems.problem import Problem
 from ..stats.front_metrics import Region
+from ..stats.cost import is_traced
 from ..stats.region import RegionRule
-from . import exact_privacy, gp
+from . import exact_privacy, gp, resume
 from .answer_rounds import choose_for_query, query_of_round
 from .ehvi import ErrorRegionEHVI, RegionEHVI
 from .hvpoi import adaptive_reference, added_hypervolume, improvement_probability
@@ -70,6 +71,8 @@ class Settings:
     floor_margin: float = 0.0       # region acquisitions: improvement counts only below (floor - margin) in error
     gp_points: int = 256            # the most evaluation rows the GPs see: every training's own point, then trace points
     cost_aware: bool = False        # region acquisitions: the acquisition per epoch of training (oracles with a trace axis)
+    resume: bool = False            # traced chains: also propose continuing a training (bo.resume), by gain per cost
+    path_value: bool = False        # traced chains, hvpoi-region: a training is worth the front its whole path adds
     query_every: int = 4            # with declared queries, every this-many-th round steers towards one (0: never)
 
     @classmethod
@@ -86,6 +89,8 @@ class Settings:
                    floor_margin=float(dpareto.get("floor_margin", cls.floor_margin)),
                    gp_points=int(dpareto.get("gp_points", cls.gp_points)),
                    cost_aware=bool(dpareto.get("cost_aware", cls.cost_aware)),
+                   resume=bool(dpareto.get("resume", cls.resume)) and bool(dpareto.get("traces", False)),
+                   path_value=bool(dpareto.get("path_value", cls.path_value)) and bool(dpareto.get("traces", False)),
                    query_every=int(dpareto.get("query_every", cls.query_every)))
 
     @property
@@ -390,6 +395,30 @@ class RegionHVPoI:
             out[useful] = gain[useful] * improvement_probability(mean2[useful], var2[useful], self.lower, self.upper)
         return out
 
+    def path(self, x, mean, sd):
+        """The acquisition of N trainings whose checkpoints are (x, mean, sd), each (N, M), x (ln epsilon)
+        increasing along a row, NaN where a training has fewer checkpoints: the hypervolume the checkpoints'
+        means add to the front together (every epoch of a trace is a point of the front) times the largest
+        probability of improvement among them."""
+        valid = ~np.isnan(x)
+        px = np.where(valid, np.clip(np.nan_to_num(x, nan=self.hi), self.lo, self.hi), np.inf)
+        floor = np.minimum.accumulate(np.where(valid, mean, np.inf), axis=1)   # the path's best error so far
+        following = np.concatenate([px[:, 1:], np.full((len(px), 1), np.inf)], axis=1)
+        # the strip between checkpoint j and j + 1 dominates [floor_j, cell top] in each cell it crosses
+        width = np.minimum(self.upper[None, None, :, 0], following[..., None]) - np.maximum(self.lower[None, None, :, 0], px[..., None])
+        height = self.upper[None, None, :, 1] - floor[..., None]
+        gain = np.sum(np.clip(width, 0, None) * np.clip(height, 0, None), axis=(1, 2))
+        out = np.zeros(len(px))
+        useful = gain > 0
+        if useful.any():
+            rows, cols = np.nonzero(valid[useful])
+            points = np.column_stack([px[useful][rows, cols], mean[useful][rows, cols]])
+            var = np.column_stack([np.zeros(len(points)), np.asarray(sd)[useful][rows, cols] ** 2])
+            chance = np.zeros(valid[useful].shape)
+            chance[rows, cols] = improvement_probability(points, var, self.lower, self.upper)
+            out[useful] = gain[useful] * chance.max(axis=1)
+        return out
+
 
 def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy, evals: pd.DataFrame, q: int,
                               settings: Settings, context: Context | None, rng: np.random.Generator) -> pd.DataFrame:
@@ -410,40 +439,83 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
     front_x = exact_privacy.finite_log(evals["epsilon"].to_numpy(float))
     front_y = utility.predict(observed)[0]
     axis = problem.oracle.trace_axis
-    per_epoch = problem.names.index(axis) if settings.cost_aware and axis in problem.names else None
+    resuming = settings.resume and axis in problem.names and is_traced(evals)   # untraced rows: nothing to continue
+    # cost-aware: the gain per epoch the training costs (Snoek et al. 2012's per cost); with resume always
+    per_epoch = problem.names.index(axis) if (settings.cost_aware or resuming) and axis in problem.names else None
+    open_trainings = resume.continuations(problem, evals) if resuming else None
+    by_path = (settings.path_value and settings.acquisition == "hvpoi-region" and per_epoch is not None
+               and is_traced(evals))
     rows = []
     for position in range(q):
         acquisition = region_acquisition(settings, front_x, front_y, cap, region)
 
-        def value(unit: np.ndarray, epsilon: np.ndarray) -> np.ndarray:
+        def path_value(points: np.ndarray, starts: np.ndarray, cost: np.ndarray, epsilon_of) -> np.ndarray:
+            """The acquisition of the trainings from `starts` to `points` by their whole paths
+            (`RegionHVPoI.path`), per unit of `cost`."""
+            walks = resume.paths(points, starts, per_epoch)
+            valid = ~np.isnan(walks[:, :, 0])
+            flat = walks[valid]
+            mean, var = utility.predict(scaler.to_unit(flat))
+            x, m, sd = (np.full(valid.shape, np.nan) for _ in range(3))
+            x[valid], m[valid], sd[valid] = exact_privacy.finite_log(epsilon_of(flat)), mean, np.sqrt(var)
+            return acquisition.path(x, m, sd) / cost
+
+        def new_cost(points: np.ndarray) -> np.ndarray:
+            return np.maximum(points[:, per_epoch], 1.0) if per_epoch is not None else np.ones(len(points))
+
+        def value(unit: np.ndarray, epsilon: np.ndarray, cost: np.ndarray | None = None) -> np.ndarray:
+            """The acquisition per unit of cost (`cost`: a new training's, from its epochs, where None)."""
             mean, var = utility.predict(unit)
             gain = acquisition(exact_privacy.finite_log(epsilon), mean, np.sqrt(var))
-            if per_epoch is not None:   # cost-aware: the gain per epoch the training costs (Snoek et al. 2012's per cost)
-                gain = gain / np.maximum(scaler.from_unit(np.atleast_2d(unit))[:, per_epoch], 1.0)
-            return gain
+            return gain / (new_cost(scaler.from_unit(np.atleast_2d(unit))) if cost is None else cost)
 
         points = scaler.from_unit(scaler.lower + rng.random((settings.candidates, len(box))) * box)
+        costs, continues = new_cost(points), np.full(len(points), -1)
+        if open_trainings is not None and len(open_trainings.points):
+            points = np.vstack([points, open_trainings.points])
+            costs = np.concatenate([costs, open_trainings.cost])
+            continues = np.concatenate([continues, np.arange(len(open_trainings.points))])
         units = scaler.to_unit(points)
-        values = value(units, privacy.ranking(points))
+        starts = np.full(len(points), problem.bounds(axis)[0] - 1.0) if axis in problem.names else np.zeros(len(points))
+        if open_trainings is not None and len(open_trainings.points):
+            starts[len(points) - len(open_trainings.points):] = open_trainings.reached
+        if by_path:
+            values = path_value(points, starts, costs, privacy.ranking)
+        else:
+            values = value(units, privacy.ranking(points), costs)
         order = np.argsort(-values)
-        finalists = [points[i] for i in order[:privacy.finalists]]
-        if free.any():
-            finalists.insert(0, _improve(units[order[0]], free, scaler, privacy, value))
-        finalists = [p for p in finalists if tuple(np.round(p, 12)) not in taken]
+        finalists = [(points[i], costs[i], continues[i], starts[i]) for i in order[:privacy.finalists]]
+        best_new = next((i for i in order if continues[i] < 0), None)
+        if free.any() and best_new is not None:
+            improved = _improve(units[best_new], free, scaler, privacy, value)
+            finalists.insert(0, (improved, new_cost(improved[None, :])[0], -1, starts[best_new]))
+        finalists = [f for f in finalists if tuple(np.round(f[0], 12)) not in taken]
         if not finalists:   # every finalist evaluated already: the best candidate that is not
-            finalists = [next(points[i] for i in order if tuple(np.round(points[i], 12)) not in taken)]
-        finalists = np.array(finalists)
-        epsilons = privacy.exact(finalists)
-        scores = value(scaler.to_unit(finalists), epsilons)
+            finalists = [next((points[i], costs[i], continues[i], starts[i]) for i in order
+                              if tuple(np.round(points[i], 12)) not in taken)]
+        candidates = np.array([f[0] for f in finalists])
+        epsilons = privacy.exact(candidates)
+        finalist_costs = np.array([f[1] for f in finalists], float)
+        if by_path:   # every checkpoint of the finalists' paths by the oracle's own epsilon
+            scores = path_value(candidates, np.array([f[3] for f in finalists], float), finalist_costs, privacy.exact)
+        else:
+            scores = value(scaler.to_unit(candidates), epsilons, finalist_costs)
         best = int(np.argmax(scores))
-        point, epsilon = finalists[best], float(epsilons[best])
+        point, epsilon, continued = candidates[best], float(epsilons[best]), int(finalists[best][2])
         taken.add(tuple(np.round(point, 12)))
         unit = scaler.to_unit(point)
         mean, _ = utility.predict(unit[None, :])
-        rows.append({**{n: (int(v) if p.integer else float(v)) for n, v, p in zip(problem.names, point, problem.domain)},
-                     "acquisition": float(scores[best]), "predicted_epsilon": epsilon,
-                     "predicted_error": float(objectives_from_gp(np.array([[0.0, mean[0]]]))[0, 1]),
-                     "batch_position": position})
+        row = {**{n: (int(v) if p.integer else float(v)) for n, v, p in zip(problem.names, point, problem.domain)},
+               "acquisition": float(scores[best]), "predicted_epsilon": epsilon,
+               "predicted_error": float(objectives_from_gp(np.array([[0.0, mean[0]]]))[0, 1]),
+               "batch_position": position}
+        if open_trainings is not None:
+            row |= (open_trainings.proposal_fields(continued) if continued >= 0
+                    else {**resume.NEW_TRAINING, "cost_axis": float(finalists[best][1])})
+            row |= stopped_trainings(open_trainings, values[len(values) - len(open_trainings.points):])
+            if continued >= 0:
+                open_trainings = open_trainings.without(row["resumes"])
+        rows.append(row)
         if position + 1 < q:
             utility = utility.condition(unit[None, :], mean)
             front_x = np.append(front_x, exact_privacy.finite_log(epsilon))
@@ -452,6 +524,16 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
     frame["region_low"], frame["region_high"] = region.epsilon_low, region.epsilon_high
     frame["steers"] = "front"
     return with_timings(frame, privacy, surrogates, start)
+
+
+def stopped_trainings(open_trainings, values: np.ndarray) -> dict:
+    """How many trainings could go on (`open_trainings`), and how many of them the round finds stopped: no
+    continuation whose acquisition (`values`, by the ranking epsilon) is above 0."""
+    trainings = len(open_trainings.trainings)
+    best, has = np.zeros(trainings), np.zeros(trainings, bool)
+    np.maximum.at(best, open_trainings.training, values)
+    has[open_trainings.training] = True
+    return {"open_trainings": int(has.sum()), "stopped_trainings": int(np.sum(has & (best <= 0)))}
 
 
 def with_timings(frame: pd.DataFrame, privacy, surrogates: Surrogates, start: float) -> pd.DataFrame:

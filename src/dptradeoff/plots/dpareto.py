@@ -28,6 +28,7 @@ FIG5_RANDOM_POINTS = 1500
 # Every method's line in Fig. 5: the chains solid in their own colours, the sampling baselines in grey.
 METHOD_STYLES = {"dpareto": ("C0", "-", "DPareto"), "optuna-tpe": ("C2", "-", "Optuna TPE"),
                  "optuna-gp": ("C3", "-", "Optuna GP"), "botorch": ("C4", "-", "BoTorch qLogNEHVI"),
+                 "moasha": ("C5", "-", "Syne Tune MOASHA"),
                  "random": ("0.35", "--", "random (Tables 3-4)"), "uniform": ("0.55", ":", "uniform random")}
 
 
@@ -107,10 +108,18 @@ def fig5(methods: dict[str, dict[str, pd.DataFrame]], comparison: pd.DataFrame |
 
 
 def per_training(evals: pd.DataFrame, metric) -> np.ndarray:
-    """The metric after each training, in training order (a traced training's rows all count at its end)."""
+    """The metric after each training, in training order (a traced training's rows all count at its end; a
+    continued training's later stretches count at the training they were trained beside, not as trainings)."""
     ordered = in_training_order(evals)
     curve = metric.curve(ordered["epsilon"], ordered["error"])
-    return curve[ordered["trace_final"].to_numpy(bool)] if "trace_final" in ordered else curve
+    if "trace_final" not in ordered:
+        return curve
+    if "segment_start" not in ordered:
+        return curve[ordered["trace_final"].to_numpy(bool)]
+    # a training counts at the row before the next new training's first row (or the last row)
+    index = ordered["index"].to_numpy(float)
+    first = (ordered["segment_start"].fillna(0).to_numpy(float) == 0) & (index != np.r_[np.nan, index[:-1]])
+    return curve[np.r_[first[1:], True]]
 
 
 def fig_cost(methods: dict[str, dict[str, pd.DataFrame]], metrics: dict[str, list], out: str, config: str) -> None:

@@ -13,6 +13,7 @@ from .common import error_label, front_line, save
 
 METHOD_STYLES = {"random": ("0.6", "random sampling"), "uniform": ("0.8", "uniform random"), "dpareto": ("C0", "DPareto"),
                  "optuna-tpe": ("C2", "Optuna TPE"), "optuna-gp": ("C3", "Optuna GP"), "botorch": ("C4", "BoTorch qLogNEHVI"),
+                 "moasha": ("C5", "Syne Tune MOASHA"),
                  "comparison": ("0.85", "Table 2's random sample")}   # a grid<k>: grey, named as its folder
 
 

@@ -79,12 +79,18 @@ class LinearDPSGD(DPSGD):
         w = linear.train(data.x_train, data.y_train, self.loss, self.optimizer, self.hyper(point), repeats, rng)
         return linear.accuracy(w, data.x_test, data.y_test)
 
+    resumable = True   # its state after a segment: train/linear.TraceState
+
     def utilities_trace(self, point, data, repeats, rng, checkpoints):
+        return self.utilities_segment(point, data, repeats, rng, checkpoints, None)[0]
+
+    def utilities_segment(self, point, data, repeats, rng, checkpoints, state):
         from ..train import linear
 
-        w = linear.train_trace(data.x_train, data.y_train, self.loss, self.optimizer, self.hyper(point), repeats, rng,
-                               checkpoints)
-        return {e: linear.accuracy(w[k], data.x_test, data.y_test) for k, e in enumerate(checkpoints)}
+        w, after = linear.trace_segment(data.x_train, data.y_train, self.loss, self.optimizer, self.hyper(point),
+                                        repeats, rng, checkpoints,
+                                        None if state is None else linear.TraceState.from_bytes(state))
+        return {e: linear.accuracy(w[k], data.x_test, data.y_test) for k, e in enumerate(checkpoints)}, after.to_bytes()
 
     def train(self, point, data, rng):
         """One training's weights (bias last), for a release."""

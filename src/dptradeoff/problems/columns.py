@@ -8,12 +8,14 @@ EVALUATION_COLUMNS = frozenset({
     "problem", "method", "run", "index", "epsilon", "delta", "conversion", "neighbouring", "utility", "error",
     "utility_min", "utility_max", "utility_runs", "repeats", "failure", "seed", "batch_seed", "seedable", "trace_final",
     "trace_points", "cost_epochs", "cost_examples", "wall_seconds", "data_source", "source_label", "package_version",
+    "segment_start", "replayed",
 })
 # What a chain's proposals and rounds add (bo/propose.py, bo/chain_round.py, peers/base.py, bo/surfaces.py).
 PROPOSAL_COLUMNS = frozenset({
     "round", "job_seconds", "acquisition", "predicted_epsilon", "predicted_error", "batch_position", "privacy_model",
     "privacy_jitter", "utility_jitter", "fit_seconds", "acquisition_seconds", "proposal_seconds", "gp_privacy_mean",
-    "gp_utility_mean", "gp_privacy_var", "gp_utility_var", "hvpoi",
+    "gp_utility_mean", "gp_privacy_var", "gp_utility_var", "hvpoi", "evaluation", "resumes", "resumes_seed",
+    "resumes_from", "resumes_evaluation", "resumes_replayed", "cost_axis", "open_trainings", "stopped_trainings",
 })
 # What the statistics, front tables and query answers add (stats/, plots/front.py, bo/query.py).
 TABLE_COLUMNS = frozenset({

@@ -22,7 +22,7 @@ from ..io import nonfinite, read_matrix, read_provenance
 from ..seeds import derive_seed
 from .oracle import Data
 from .problem import Problem
-from .traces import TraceSettings
+from .traces import Continuation, TraceSettings
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,8 @@ def _failure(exc: BaseException, problem: Problem, point: dict, oracle: str) -> 
 
 
 def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats: int, config_seed: int,
-             method: str, run: int, first_index: int = 0, traces: TraceSettings | None = None) -> pd.DataFrame:
+             method: str, run: int, first_index: int = 0, traces: TraceSettings | None = None,
+             continues: Continuation | None = None) -> pd.DataFrame:
     """One row per point: hyperparameters, epsilon, delta, utility mean/min/max and per-run list,
     error = 1 - utility, failure (None, or what the oracle raised), seed, wall seconds, data source,
     package version, and the training it came from with the cost it added (`cost_columns`). `seed`
@@ -119,10 +120,19 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
     With `traces`, a point of an oracle with a trace axis is one training that records its utilities
     at every checkpoint (`TraceSettings.checkpoints`): one row per checkpoint, each with the point's
     hyperparameters at that axis value and the oracle's own epsilon there, in increasing order, the
-    point itself last (`trace_final`)."""
+    point itself last (`trace_final`).
+
+    `continues` (one point, traced): the point continues that training to its own axis value, from its
+    state where the oracle is `resumable` (the cost counts the added epochs), else replayed from its seed
+    (every epoch counted); its rows are the checkpoints beyond the value reached, with the training's index
+    and seed, and `segment_start` (the value reached; 0 for a new training) and `replayed`. A resumable
+    oracle's state after each training is in the frame's `attrs["training_states"]` ({index: bytes})."""
     oracle = problem.oracle
     checked = [problem.check(raw.to_dict()) for _, raw in points.iterrows()]
     traced = traces is not None and oracle.trace_axis is not None and not oracle.trains_batches
+    if continues is not None and (not traced or len(checked) != 1):
+        raise ValueError("only one traced point can continue a training")
+    states = {}
     batch_seed = batched = None
     batch_failure = None
     if oracle.trains_batches and checked:
@@ -140,9 +150,19 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
     for offset, point in enumerate(checked):
         index = first_index + offset
         seed = derive_seed(config_seed, problem.name, method, run, index)   # each point's own, batched or not
+        reached, state, replayed = 0, None, False
+        if continues is not None:
+            index, seed, reached, state = continues.index, continues.seed, continues.reached, continues.state
+            replayed = state is None or not oracle.resumable
+            if continues.repeats != repeats:
+                raise ValueError(f"training {index} has {continues.repeats} replications; it cannot continue with {repeats}")
         start = time.perf_counter()
         if traced:
             checkpoints = traces.checkpoints(point[oracle.trace_axis], problem.bounds(oracle.trace_axis)[0])
+            every = checkpoints
+            checkpoints = [e for e in checkpoints if e > reached]
+            if not checkpoints:
+                raise ValueError(f"training {index} reached {reached}; it cannot continue to {point[oracle.trace_axis]}")
         else:
             checkpoints = [point[oracle.trace_axis]] if oracle.trace_axis else [None]
         at = [point if e is None else {**point, oracle.trace_axis: e} for e in checkpoints]
@@ -155,8 +175,13 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
             failure = _failure(exc, problem, point, "privacy")
         if failure is None:
             try:
-                if traced:
-                    utils = oracle.utilities_trace(point, data, repeats, np.random.default_rng(seed), checkpoints)
+                if traced and oracle.resumable:
+                    resume_from = None if replayed else state
+                    utils, states[index] = oracle.utilities_segment(
+                        point, data, repeats, np.random.default_rng(seed), every if replayed else checkpoints,
+                        resume_from)
+                elif traced:
+                    utils = oracle.utilities_trace(point, data, repeats, np.random.default_rng(seed), every)
                 elif batch_seed is None:
                     utils = {checkpoints[0]: oracle.utilities(point, data, repeats, np.random.default_rng(seed))}
                 else:
@@ -171,7 +196,7 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
             at, eps, checkpoints = at[-1:], eps[-1:], checkpoints[-1:]
         wall = time.perf_counter() - start + (batch_wall if batch_seed is not None else 0.0)
         kept = [k for k, e in enumerate(checkpoints) if failure is not None or e in utils]
-        costs = cost_columns(checkpoints, kept, n, repeats, wall)
+        costs = cost_columns(checkpoints, kept, n, repeats, wall, 0 if replayed else reached)
         for k, cost in zip(kept, costs):
             values = utils.get(checkpoints[k], np.array([]))
             mean = float(np.mean(values)) if failure is None else math.nan
@@ -183,6 +208,7 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
                 "utility_max": float(np.max(values)) if failure is None else math.nan,
                 "utility_runs": [float(u) for u in values], "repeats": repeats, "failure": failure, "seed": seed,
                 "batch_seed": batch_seed, "seedable": seedable(problem), **cost,
+                "segment_start": reached, "replayed": replayed,
                 "data_source": data.source if data else oracle.own_data,
                 "source_label": source_label(problem, data),
                 "package_version": __version__,
@@ -192,19 +218,26 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
                  point, final["epsilon"], problem.utility,
                  f"{final['utility']:.4f}" if failure is None else f"FAILED ({failure})", wall,
                  f", a trace of {len(kept)} points" if traced else "")
-    return pd.DataFrame(rows)
+        if continues is not None:
+            log.info("%s: training #%d continued from %s = %d (%s)", problem.name, index, oracle.trace_axis, reached,
+                     "replayed from its seed" if replayed else "from its state")
+    frame = pd.DataFrame(rows)
+    frame.attrs["training_states"] = states
+    return frame
 
 
-def cost_columns(checkpoints: list, kept: list[int], n: int | None, repeats: int, wall: float) -> list[dict]:
+def cost_columns(checkpoints: list, kept: list[int], n: int | None, repeats: int, wall: float,
+                 reached: float = 0) -> list[dict]:
     """What each kept row of one training records of it: `trace_final` (the training's own point, its
     last row), `trace_points` (the training's rows), and the training cost the row added:
     `cost_epochs` (trace axis units of one replication since the row before, NaN for an oracle
     without a trace axis), `cost_examples` (cost_epochs x training rows x replications: per-example
     gradients computed) and `wall_seconds` (the training's wall time, shared in proportion to
     cost_epochs, or equally without them). A row dropped (a checkpoint a user's trace did not record)
-    leaves its cost to the next."""
+    leaves its cost to the next. `reached`: where a continued training starts, paid for before (a replayed
+    training pays from 0)."""
     axis = [math.nan if e is None else float(e) for e in checkpoints]
-    before = [0.0] + [axis[k] for k in kept[:-1]]
+    before = [float(reached)] + [axis[k] for k in kept[:-1]]
     added = [axis[k] - b for k, b in zip(kept, before)]
     total = sum(added)
     rows = []

@@ -67,6 +67,10 @@ class Oracle(ABC):
     # samplers, diffprivlib's secure mode): its rows replay in distribution, not bit for bit. Every
     # evaluation row records it (`seedable`, and `replay` in the file's provenance).
     seedable = True
+    # A traced training that can stop and continue later from its state (`utilities_segment`), paying only
+    # for the epochs it adds. Without it, a training is continued by replaying it from its seed: the same
+    # rows, but every epoch is paid again (docs/traces.md).
+    resumable = False
 
     def cost_seconds(self, point: dict, n: int | None) -> float | None:
         """Estimated wall seconds of one utility replication at `point` (n training rows) on one CPU
@@ -115,6 +119,14 @@ class Oracle(ABC):
                            f"return the utility at the end of the training")
         # the checkpoints every replication recorded (a user's trace may record fewer than asked)
         return {e: np.array([run[e] for run in runs]) for e in checkpoints if all(e in run for run in runs)}
+
+    def utilities_segment(self, point: dict, data: Data | None, repeats: int, rng: np.random.Generator,
+                          checkpoints: list[int], state: bytes | None) -> tuple[dict[int, np.ndarray], bytes]:
+        """As `utilities_trace`, continuing the training whose state is `state` (None: a new one from `rng`;
+        otherwise `rng` is not used and `checkpoints` lie beyond the state's), and the state after the last
+        checkpoint: a training continued from it equals the uninterrupted one bit for bit (only where
+        `resumable`)."""
+        raise NotImplementedError(f"{type(self).__name__} is not resumable: it defines no utilities_segment()")
 
     def utilities_of_batch(self, points: list[dict], data: Data | None, repeats: int,
                            rng: np.random.Generator) -> list[np.ndarray]:

@@ -42,3 +42,15 @@ class TraceSettings:
             values |= {int(v) for v in np.round(np.geomspace(start, end, self.log_spaced + 1))}
         values.add(end)
         return sorted(v for v in values if low <= v <= end)
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A traced training to continue (`problems.evaluate`): its index and seed, which its new rows keep, the
+    axis value it reached, its replications, and its state after that (None: it is replayed from its seed,
+    every epoch paid again)."""
+    index: int
+    seed: int
+    reached: int
+    repeats: int
+    state: bytes | None = None

@@ -144,6 +144,15 @@ class UserOracle(Oracle):
             return own(point, data, repeats, rng, checkpoints)
         return super().utilities_trace(point, data, repeats, rng, checkpoints)
 
+    @property
+    def resumable(self) -> bool:
+        """Where the user's oracle says so and defines `utilities_segment` (e.g. a built-in linear trainer used as
+        your oracle): its trainings continue from their saved states; otherwise they are replayed."""
+        return bool(getattr(self.target, "resumable", False)) and callable(getattr(self.target, "utilities_segment", None))
+
+    def utilities_segment(self, point, data, repeats, rng, checkpoints, state):
+        return self.target.utilities_segment(point, data, repeats, rng, checkpoints, state)
+
     def cost_seconds(self, point, n):
         cost = getattr(self.target, "cost_seconds", None)
         return cost(point, n) if cost else None

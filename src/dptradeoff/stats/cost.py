@@ -12,8 +12,16 @@ import pandas as pd
 
 
 def in_training_order(evals: pd.DataFrame) -> pd.DataFrame:
-    """The rows in the order they were trained: by evaluation index, a trace's rows in their own order."""
-    return evals.sort_values("index", kind="stable")
+    """The rows in the order they were trained: by evaluation index, a trace's rows in their own order. A
+    continued training's rows (`segment_start` > 0) keep the training's index but were trained later: they
+    stay after the rows before them in the given (file) order."""
+    key = evals["index"].to_numpy(float)
+    if "segment_start" in evals:
+        resumed = evals["segment_start"].fillna(0).to_numpy(float) > 0
+        if resumed.any():
+            before = np.maximum.accumulate(np.where(resumed, -np.inf, key))
+            key = np.where(resumed, before + 0.5, key)
+    return evals.iloc[np.argsort(key, kind="stable")]
 
 
 def row_costs(evals: pd.DataFrame) -> np.ndarray:
@@ -46,8 +54,14 @@ def is_traced(evals: pd.DataFrame) -> bool:
 
 
 def trainings(evals: pd.DataFrame) -> int:
-    """The number of trainings behind the rows (each has one `trace_final` row; older files: one per row)."""
-    return int(evals["trace_final"].astype(bool).sum()) if "trace_final" in evals else len(evals)
+    """The number of trainings behind the rows (each has one `trace_final` row per segment, the first with
+    `segment_start` 0; older files: one per row)."""
+    if "trace_final" not in evals:
+        return len(evals)
+    final = evals["trace_final"].astype(bool)
+    if "segment_start" in evals:
+        final &= evals["segment_start"].fillna(0) == 0
+    return int(final.sum())
 
 
 def parts_of_equal_cost(evals: pd.DataFrame, budget: float, parts: int) -> list[pd.DataFrame]:

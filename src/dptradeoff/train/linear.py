@@ -17,8 +17,17 @@ to whole blocks of BLOCK entries (no values at all for 0/1 features); all arithm
 Each lot is drawn by a partial Fisher-Yates shuffle driven by a SplitMix64 stream, the noise by the
 caller's numpy Generator (which also seeds the stream), so the same Generator state gives the same
 weights. `clipped_gradient_sum` is the same clipping in numpy, for a given lot.
+
+A traced training can stop and resume: `trace_segment` returns, beside the weights at its
+checkpoints, its `TraceState` (the step reached, weights, Adam's moments, the shuffle's permutation,
+the SplitMix64 state and the Generator's state), and continuing from it draws exactly what the
+uninterrupted training would have drawn next.
 """
 from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -80,14 +89,58 @@ def train_trace(x: np.ndarray, y: np.ndarray, loss: str, optimizer: str, hp: DPS
     steps together (step 1 of every run, then step 2, ...), so no draw of a later step comes before an
     earlier one, and the learning rate is constant. (`train` runs the replications one after the
     other: the same algorithm, its draws in another order.)"""
+    return trace_segment(x, y, loss, optimizer, hp, runs, rng, epochs)[0]
+
+
+@dataclass(frozen=True)
+class TraceState:
+    """A traced training after `step` steps: everything its later steps read, draw from or update."""
+    step: int
+    weights: np.ndarray            # (runs, d + 1 + BLOCK): the weights with the padding features
+    first_moments: np.ndarray      # (runs, d + 1), Adam's (zero for SGD)
+    second_moments: np.ndarray
+    permutation: np.ndarray        # the partial Fisher-Yates shuffle's order (its lots depend on it)
+    splitmix: np.ndarray           # (1,) uint64: the lot stream's state
+    generator: dict                # the noise Generator's bit-generator state (numpy's dict)
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez(buffer, step=np.int64(self.step), weights=self.weights, first_moments=self.first_moments,
+                 second_moments=self.second_moments, permutation=self.permutation, splitmix=self.splitmix,
+                 generator=np.frombuffer(json.dumps(self.generator).encode(), np.uint8))
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "TraceState":
+        with np.load(io.BytesIO(data)) as f:
+            return cls(int(f["step"]), f["weights"].copy(), f["first_moments"].copy(), f["second_moments"].copy(),
+                       f["permutation"].copy(), f["splitmix"].copy(), json.loads(f["generator"].tobytes().decode()))
+
+    def generator_now(self) -> np.random.Generator:
+        """A Generator in the saved state (its own bit generator: the caller's is not touched)."""
+        bits = getattr(np.random, self.generator["bit_generator"])()
+        bits.state = self.generator
+        return np.random.Generator(bits)
+
+
+def trace_segment(x: np.ndarray, y: np.ndarray, loss: str, optimizer: str, hp: DPSGDHyper, runs: int,
+                  rng: np.random.Generator, epochs: list[int], state: TraceState | None = None
+                  ) -> tuple[np.ndarray, TraceState]:
+    """`train_trace` from `state` (None: a new training from `rng`; otherwise `rng` is not used): the weights
+    after each of `epochs` (all beyond the state's), and the state at the last. Continuing a training from
+    the state of its first segment gives the uninterrupted training's weights, bit for bit."""
     epochs = [int(e) for e in epochs]
     if not epochs or epochs != sorted(set(epochs)) or epochs[0] < 1 or epochs[-1] > hp.epochs:
         raise ValueError(f"trace epochs {epochs} must increase, from 1 up to the training's {hp.epochs} epochs")
-    n = len(y)
-    steps_per_epoch = hp.steps(n) // hp.epochs
+    steps_per_epoch = hp.steps(len(y)) // hp.epochs
+    checkpoints = np.array([e * steps_per_epoch for e in epochs], np.int64)
+    if state is not None and checkpoints[0] <= state.step:
+        raise ValueError(f"a training resumed after step {state.step} cannot record epochs {epochs} (from step "
+                         f"{checkpoints[0]}); record only the epochs after {state.step // steps_per_epoch}")
     trained = DPSGDHyper(epochs[-1], hp.lot_size, hp.learning_rate, hp.noise, hp.clip)
-    return _train(x, y, loss, optimizer, trained, runs, rng,
-                  checkpoints=np.array([e * steps_per_epoch for e in epochs], np.int64))[0]
+    w, _, _, final = _train(x, y, loss, optimizer, trained, runs, rng, checkpoints=checkpoints, resume=state,
+                            keep_state=True)
+    return w, final
 
 
 def trace_states(x: np.ndarray, y: np.ndarray, loss: str, optimizer: str, hp: DPSGDHyper, runs: int,
@@ -100,11 +153,13 @@ def trace_states(x: np.ndarray, y: np.ndarray, loss: str, optimizer: str, hp: DP
     return w, moments
 
 
-def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None, checkpoints=None, moments=None):
+def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None, checkpoints=None, moments=None,
+           resume: TraceState | None = None, keep_state: bool = False):
     """`train`, also returning the lots (runs, steps, m) and noise (runs, steps, d + 1) it drew when
     `record`; `csr` forces the row storage (None: CSR below CSR_BELOW_DENSITY). With `checkpoints`
     (increasing step counts) the weights after each, from `_trace_kernel`, and, into `moments` where
-    given, Adam's first moments after each."""
+    given, Adam's first moments after each; from the state `resume` (None: step 0), and with
+    `keep_state` the state after the last step as a fourth value."""
     if loss not in LOSSES or optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown loss/optimizer {loss!r}/{optimizer!r}")
     x = np.ascontiguousarray(x, dtype=np.float32)
@@ -123,15 +178,28 @@ def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None, checkpo
         rows = (x, np.zeros(1, np.int64), np.zeros(0, np.uint8), None)
     shape = (runs, steps) if record else (1, 1)   # one unused row when not recording
     lots, noise = np.zeros(shape + (m,), np.int64), np.zeros(shape + (d + 1,))
+    if resume is not None:
+        rng = resume.generator_now()
+        start = resume
+    else:
+        start = TraceState(0, np.zeros((runs, d + 1 + BLOCK)), np.zeros((runs, d + 1)), np.zeros((runs, d + 1)),
+                           np.arange(n, dtype=np.uint32), np.array([rng.integers(2**64, dtype=np.uint64)]), {})
     common = (*rows, d, norms, np.asarray(y, dtype=np.float64), LOSSES.index(loss), optimizer == "adam",
               steps, m, hp.clip, hp.noise, hp.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, runs,
-              rng.integers(2**64, dtype=np.uint64), rng)
+              start.splitmix[0], rng)
     if checkpoints is None:
-        w = _kernel(*common, record, lots, noise)
-    else:
-        w = _trace_kernel(*common, checkpoints, lots if record else lots[:0], noise if record else noise[:0],
-                          np.zeros((0, runs, d + 1)) if moments is None else moments)
-    return w, lots, noise
+        return _kernel(*common, record, lots, noise), lots, noise
+    if start.weights.shape != (runs, d + 1 + BLOCK) or len(start.permutation) != n:
+        raise ValueError(f"a training state of {start.weights.shape[0]} replications over {len(start.permutation)} "
+                         f"rows cannot continue a training of {runs} over {n}")
+    w, mu, nu = start.weights.copy(), start.first_moments.copy(), start.second_moments.copy()
+    perm, splitmix = start.permutation.copy(), start.splitmix.copy()
+    out = _trace_kernel(*common, checkpoints, lots if record else lots[:0], noise if record else noise[:0],
+                        np.zeros((0, runs, d + 1)) if moments is None else moments, start.step, w, mu, nu, perm,
+                        splitmix)
+    if not keep_state:
+        return out, lots, noise
+    return out, lots, noise, TraceState(int(checkpoints[-1]), w, mu, nu, perm, splitmix, rng.bit_generator.state)
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc"})
@@ -277,22 +345,22 @@ def _kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, c
 
 @numba.njit(**_FAST)
 def _trace_kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, clip, z, lr,
-                  beta1, beta2, kappa, runs, seed, rng, checkpoints, lots, noise, moments):
+                  beta1, beta2, kappa, runs, seed, rng, checkpoints, lots, noise, moments, start, w, mu, nu, perm,
+                  state):
     """Weights (len(checkpoints), runs, d + 1) after each checkpoint step: the replications advance
     together, step by step, so the draws of the first T steps are the same whatever the total, and
     the weights at checkpoint T are those of a training of T steps from the same Generator state.
-    Adam's first moments at each checkpoint go into `moments` unless it is empty."""
+    Adam's first moments at each checkpoint go into `moments` unless it is empty. The training goes on
+    from step `start` with the weights `w`, moments `mu`, `nu`, shuffle `perm` and SplitMix64 `state`
+    (step 0: zeros, the identity and the seed), which it leaves as they are after its last step."""
     rows = (dense, indptr, indices, values)
     limit = clip / norms
-    w = np.zeros((runs, d + 1 + BLOCK))
-    g, mu, nu = np.empty(d + 1 + BLOCK), np.zeros((runs, d + 1)), np.zeros((runs, d + 1))
-    perm = np.arange(len(y), dtype=np.uint32)
-    state = np.array([seed])
+    g = np.empty(d + 1 + BLOCK)
     out = np.zeros((len(checkpoints), runs, d + 1))
     record = lots.shape[0] > 0
     c = 0
     spare_lot, spare_noise = np.zeros(m, np.int64), np.zeros(d + 1)
-    for t in range(1, steps + 1):
+    for t in range(start + 1, steps + 1):
         for r in range(runs):
             _step(t, w[r], mu[r], nu[r], g, perm, state, rows, d, limit, y, loss, adam, m, clip, z, lr, beta1, beta2,
                   kappa, rng, record, lots[r, t - 1] if record else spare_lot,
