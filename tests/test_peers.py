@@ -21,7 +21,8 @@ def svt_evaluations():
     return problem, evaluate(problem, points, None, 10, 1, "random", 0)
 
 
-@pytest.mark.parametrize("name", PEERS)
+# MOASHA proposes stretches of traced trainings one at a time (svt has no trace axis): tests/test_resume.py
+@pytest.mark.parametrize("name", [name for name in PEERS if name != "moasha"])
 def test_a_peer_proposes_inside_the_domain_and_the_same_points_for_the_same_seed(svt_evaluations, name):
     problem, evals = svt_evaluations
     peer = PEERS[name]

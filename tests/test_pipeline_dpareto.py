@@ -64,69 +64,73 @@ TRACED = {
 @pytest.mark.parametrize("chain", CHAINS)
 def test_kill_and_resume_continues_and_matches_an_uninterrupted_run(tmp_path, chain):
     """Runs Snakemake itself: it kills Snakemake mid-chain and resumes it."""
-    _kill_and_resume(tmp_path, TINY, "svt", chain, CHAINS[chain])
+    _kill_and_resume(tmp_path, TINY, "svt", {chain: CHAINS[chain]})
 
 
-@pytest.mark.parametrize("chain", ["dpareto", "moasha"])
-def test_kill_and_resume_with_stops_and_resumptions_matches_an_uninterrupted_run(tmp_path, chain):
-    """Runs Snakemake itself: a traced chain that continues trainings, killed mid-chain and resumed, ends
-    with the uninterrupted run's rows, and its continued trainings paid only their added epochs."""
-    rows = _kill_and_resume(tmp_path, TRACED, "adult-logreg-sgd", chain, chain)
-    continued = rows[rows["segment_start"] > 0]
-    assert len(continued), "no training was continued: choose a config whose chain continues one"
-    assert not continued["replayed"].any()
-    for index, training in rows.groupby("index"):
-        training = training.sort_values("epochs")
-        assert training["epochs"].tolist() == list(range(1, int(training["epochs"].max()) + 1))   # no gap, no repeat
-        assert training["cost_epochs"].sum() == training["epochs"].max()
+def test_kill_and_resume_with_stops_and_resumptions_matches_an_uninterrupted_run(tmp_path):
+    """Runs Snakemake itself: traced chains that continue trainings (DPareto's, MOASHA's), killed mid-chain and
+    resumed, end with the uninterrupted run's rows, and their continued trainings paid only their added epochs."""
+    chains = _kill_and_resume(tmp_path, TRACED, "adult-logreg-sgd", {"dpareto": "dpareto", "moasha": "moasha"})
+    for chain, rows in chains.items():
+        continued = rows[rows["segment_start"] > 0]
+        assert len(continued), f"{chain} continued no training: choose a config whose chain continues one"
+        assert not continued["replayed"].any()
+        for index, training in rows.groupby("index"):
+            training = training.sort_values("epochs")
+            assert training["epochs"].tolist() == list(range(1, int(training["epochs"].max()) + 1))   # no gap or repeat
+            assert training["cost_epochs"].sum() == training["epochs"].max()
 
 
-def _kill_and_resume(tmp_path, settings: dict, problem: str, chain: str, method: str) -> pd.DataFrame:
-    """Kill Snakemake at `chain`'s second proposal, resume it, and compare every file of the study with an
-    uninterrupted run's; the chain's evaluations."""
+def _kill_and_resume(tmp_path, settings: dict, problem: str, chains: dict[str, str]) -> dict[str, pd.DataFrame]:
+    """Kill Snakemake at the first chain's second proposal, resume it, and compare every file of the study with
+    an uninterrupted run's. `chains`: folder -> its rows' method; returns each chain's evaluations."""
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(settings))
     k0, rounds = settings["dpareto"]["initial_points"], settings["dpareto"]["iterations"]
-    target = f"results/dpareto/{problem}/{chain}/0/evaluations.parquet"
+    targets = [f"results/dpareto/{problem}/{chain}/0/evaluations.parquet" for chain in chains]
+    first = next(iter(chains))
     work = tmp_path / "killed"
     work.mkdir()
     (work / "config").symlink_to(REPO / "config")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work), target,
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(work), *targets,
            "--cores", "1", "--rerun-incomplete", f"--configfile={config}"]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
-    marker = work / f"results/dpareto/{problem}/{chain}/0/proposals/1.parquet"
+    marker = work / f"results/dpareto/{problem}/{first}/0/proposals/1.parquet"
     deadline = time.time() + 600
     while not marker.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.01)
     assert marker.exists(), "the chain never reached its second proposal"
     os.killpg(proc.pid, signal.SIGKILL)  # the whole job tree, mid-way through the chain
     proc.wait()
-    assert not (work / target).exists()
-    first_proposal = work / f"results/dpareto/{problem}/{chain}/0/proposals/0.parquet"
+    assert not (work / targets[0]).exists()
+    first_proposal = work / f"results/dpareto/{problem}/{first}/0/proposals/0.parquet"
     mtime = first_proposal.stat().st_mtime
 
     # A hard kill leaves Snakemake's lock behind: the user runs --unlock once, then starts again.
-    assert snakemake(work, target, "--unlock", f"--configfile={config}").returncode == 0
-    done = snakemake(work, target, "--cores", "1", "--rerun-incomplete", f"--configfile={config}")
+    assert snakemake(work, *targets, "--unlock", f"--configfile={config}").returncode == 0
+    done = snakemake(work, *targets, "--cores", "1", "--rerun-incomplete", f"--configfile={config}")
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert first_proposal.stat().st_mtime == mtime  # complete files are not redone
-    resumed = _table(work, target)
-    finals = resumed[resumed["trace_final"]] if "trace_final" in resumed else resumed
-    assert finals["method"].tolist() == ["random"] * k0 + [method] * rounds
+    out = {}
+    for (chain, method), target in zip(chains.items(), targets):
+        out[chain] = _table(work, target)
+        finals = out[chain][out[chain]["trace_final"]] if "trace_final" in out[chain] else out[chain]
+        assert finals["method"].tolist() == ["random"] * k0 + [method] * rounds
 
     fresh_dir = tmp_path / "fresh"
-    done = snakemake(fresh_dir, target, "--cores", "1", f"--configfile={config}")
+    done = snakemake(fresh_dir, *targets, "--cores", "1", f"--configfile={config}")
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     # Same config -> the same files, value for value (timings aside): every point, epsilon, utility,
     # seed and GP prediction of the killed-and-resumed run equals the uninterrupted run's.
     resumed_files, fresh_files = _chain_outputs(work, problem), _chain_outputs(fresh_dir, problem)
     batches = settings["random_sampling"]["points"] // settings["random_sampling"]["points_per_job"]
-    # the points, the batches, the initial points, the evaluations and proposals, the gather
-    assert resumed_files.keys() == fresh_files.keys() and len(fresh_files) == 1 + batches + 1 + 2 * rounds + 1
+    # the points and batches, and per chain the initial points, its evaluations and proposals, the gather
+    assert resumed_files.keys() == fresh_files.keys()
+    assert len(fresh_files) == 1 + batches + len(chains) * (1 + 2 * rounds + 1)
     for name, frame in fresh_files.items():
         pd.testing.assert_frame_equal(resumed_files[name], frame, check_exact=True, obj=name)
-    return resumed
+    return out
 
 
 def test_a_damaged_intermediate_file_stops_its_readers_with_one_sentence(tmp_path):

@@ -198,3 +198,18 @@ def test_moasha_stops_trainings_at_its_rungs_and_continues_the_others():
     moasha._CACHE.clear()   # rebuilt from the rows alone: the same proposal
     once_more, _ = peer.round(problem, evals, 1, 5, 0, 12, 2, None)
     assert again.drop(columns="proposal_seconds").equals(once_more.drop(columns="proposal_seconds"))
+
+
+def test_moasha_without_traces_or_with_batches_is_refused_in_one_sentence():
+    from dptradeoff import UserError
+    from dptradeoff.study import check_methods
+
+    config = {"dpareto": {"problems": ["adult-logreg-sgd"], "methods": ["dpareto", "moasha"], "traces": False,
+                          "batch_size": 1}, "problems": {}}
+    with pytest.raises(UserError, match="set dpareto.traces: true or remove moasha"):
+        check_methods(config)
+    config["dpareto"] |= {"traces": True, "batch_size": 2}
+    with pytest.raises(UserError, match="set dpareto.batch_size: 1 or remove moasha"):
+        check_methods(config)
+    config["dpareto"]["batch_size"] = 1
+    check_methods(config)

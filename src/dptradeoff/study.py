@@ -76,6 +76,13 @@ def check_methods(config: dict) -> None:
         if methods is not None and DPARETO not in methods:
             raise UserError(f"problems.{name}.methods is [{', '.join(methods)}], without {DPARETO}; add {DPARETO} (its chain answers "
                             f"the front queries and `dptradeoff front`), e.g. [{', '.join([DPARETO, *methods])}].")
+    running = [p for p in config["dpareto"].get("problems", []) if "moasha" in problem_methods(config, p)]
+    if running and not config["dpareto"].get("traces", False):
+        raise UserError(f"moasha runs on {', '.join(running)} but dpareto.traces is false; MOASHA stops trainings at the "
+                        "epochs of their traces, so set dpareto.traces: true or remove moasha from the methods.")
+    if running and int(config["dpareto"].get("batch_size", 1)) != 1:
+        raise UserError(f"moasha runs on {', '.join(running)} with dpareto.batch_size {config['dpareto']['batch_size']}; "
+                        "it trains one training at a time, so set dpareto.batch_size: 1 or remove moasha from the methods.")
 
 
 def every_point(frames: dict) -> "pd.DataFrame":

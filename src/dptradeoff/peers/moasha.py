@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .. import UserError
 from ..bo.resume import NEW_TRAINING
 from ..problems.problem import Problem
 from ..seeds import derive_seed
@@ -81,10 +82,11 @@ class MOASHAPeer(Peer):
         import time
 
         if q != 1:
-            raise ValueError("moasha runs one training at a time (q = 1): set the chain's batch size to 1")
+            raise UserError("moasha trains one training at a time; set dpareto.batch_size: 1 for its chain.")
         axis = problem.oracle.trace_axis
         if axis is None or axis not in problem.names:
-            raise ValueError(f"moasha needs a problem with a trace axis; {problem.name} has none")
+            raise UserError(f"moasha stops trainings at the epochs of their traces, and {problem.name} has no trace axis; "
+                            f"remove moasha from its methods.")
         start = time.perf_counter()
         top = int(problem.bounds(axis)[1])
         running, trials, stopped = self.replay(problem, evals, initial, seed, top)
