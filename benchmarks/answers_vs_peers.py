@@ -54,8 +54,9 @@ def run_ours(problem, oracle, initial, settings, seed, budget, context) -> pd.Da
         if fq.spent(evals) >= budget:
             break
         points, previous = proposer.round(problem, evals, 1, seed, 0, r, fq.K0, previous, context=context)
-        new = oracle(points[problem.names], True).assign(proposal_seconds=float(points["proposal_seconds"].iloc[0]),
-                                                        steers=points["steers"].iloc[0])
+        asked = points if "resumes" in points else points[problem.names]   # a continuation pays its added epochs
+        new = oracle(asked, True).assign(proposal_seconds=float(points["proposal_seconds"].iloc[0]),
+                                         steers=points["steers"].iloc[0], evaluation=r)
         evals = pd.concat([evals, new], ignore_index=True)
     return evals
 
