@@ -213,3 +213,30 @@ def test_moasha_without_traces_or_with_batches_is_refused_in_one_sentence():
         check_methods(config)
     config["dpareto"]["batch_size"] = 1
     check_methods(config)
+
+
+def test_a_path_is_worth_the_hypervolume_its_checkpoints_add_together():
+    """RegionHVPoI.path: the gain of a training's checkpoints (the union of what they dominate, not the sum of
+    each one's gain) against hypervolume_2d of the front with and without them, in the region's box; a path of
+    one checkpoint is worth the point's own HVPoI."""
+    from dptradeoff.bo.pareto import hypervolume_2d
+    from dptradeoff.bo.propose import RegionHVPoI
+
+    rng = np.random.default_rng(4)
+    front = np.column_stack([np.sort(rng.uniform(-3, 1, 6)), np.sort(rng.uniform(-2, 1, 6))[::-1]])
+    lo, hi, cap = -4.0, 2.0, 1.5
+    acquisition = RegionHVPoI(front[:, 0], front[:, 1], lo, hi, cap)
+    x = np.sort(rng.uniform(-5, 3, (50, 5)), axis=1)
+    mean = rng.uniform(-3, 1.5, (50, 5))
+    x[::7, 3:] = np.nan                              # shorter paths
+    sure = lambda mask: np.full(mask.sum(), 1e-10)   # noqa: E731  (PoI 1 or 0: the gain alone)
+    values = acquisition.path(x, mean, sure)
+    base = hypervolume_2d(np.column_stack([np.clip(front[:, 0], lo, hi), front[:, 1]]), [hi, cap])
+    for k in range(50):
+        keep = ~np.isnan(x[k])
+        path = np.column_stack([np.clip(x[k][keep], lo, hi), mean[k][keep]])
+        added = hypervolume_2d(np.vstack([np.column_stack([np.clip(front[:, 0], lo, hi), front[:, 1]]), path]),
+                               [hi, cap]) - base
+        assert values[k] == pytest.approx(added, abs=1e-9), k
+    single = acquisition.path(x[:, :1], mean[:, :1], lambda mask: np.full(mask.sum(), 0.04))
+    assert np.allclose(single, acquisition(x[:, 0], mean[:, 0], np.full(50, 0.2)))

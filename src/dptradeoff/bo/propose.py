@@ -395,11 +395,12 @@ class RegionHVPoI:
             out[useful] = gain[useful] * improvement_probability(mean2[useful], var2[useful], self.lower, self.upper)
         return out
 
-    def path(self, x, mean, sd):
-        """The acquisition of N trainings whose checkpoints are (x, mean, sd), each (N, M), x (ln epsilon)
+    def path(self, x, mean, variance_of):
+        """The acquisition of N trainings whose checkpoints are (x, mean), each (N, M), x (ln epsilon)
         increasing along a row, NaN where a training has fewer checkpoints: the hypervolume the checkpoints'
         means add to the front together (every epoch of a trace is a point of the front) times the largest
-        probability of improvement among them."""
+        probability of improvement among them. `variance_of(mask)`: the predictive variances of the checkpoints
+        where the (N, M) `mask` is true (asked only for the trainings that add something)."""
         valid = ~np.isnan(x)
         px = np.where(valid, np.clip(np.nan_to_num(x, nan=self.hi), self.lo, self.hi), np.inf)
         floor = np.minimum.accumulate(np.where(valid, mean, np.inf), axis=1)   # the path's best error so far
@@ -413,7 +414,7 @@ class RegionHVPoI:
         if useful.any():
             rows, cols = np.nonzero(valid[useful])
             points = np.column_stack([px[useful][rows, cols], mean[useful][rows, cols]])
-            var = np.column_stack([np.zeros(len(points)), np.asarray(sd)[useful][rows, cols] ** 2])
+            var = np.column_stack([np.zeros(len(points)), variance_of(valid & useful[:, None])])
             chance = np.zeros(valid[useful].shape)
             chance[rows, cols] = improvement_probability(points, var, self.lower, self.upper)
             out[useful] = gain[useful] * chance.max(axis=1)
@@ -454,11 +455,11 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
             (`RegionHVPoI.path`), per unit of `cost`."""
             walks = resume.paths(points, starts, per_epoch)
             valid = ~np.isnan(walks[:, :, 0])
-            flat = walks[valid]
-            mean, var = utility.predict(scaler.to_unit(flat))
-            x, m, sd = (np.full(valid.shape, np.nan) for _ in range(3))
-            x[valid], m[valid], sd[valid] = exact_privacy.finite_log(epsilon_of(flat)), mean, np.sqrt(var)
-            return acquisition.path(x, m, sd) / cost
+            kernel = utility.cross_kernel(scaler.to_unit(walks[valid]))
+            x, mean, where = np.full(valid.shape, np.nan), np.full(valid.shape, np.nan), np.full(valid.shape, -1)
+            x[valid], mean[valid] = exact_privacy.finite_log(epsilon_of(walks[valid])), utility.mean_from(kernel)
+            where[valid] = np.arange(valid.sum())
+            return acquisition.path(x, mean, lambda mask: utility.variance_from(kernel[where[mask]])) / cost
 
         def new_cost(points: np.ndarray) -> np.ndarray:
             return np.maximum(points[:, per_epoch], 1.0) if per_epoch is not None else np.ones(len(points))
