@@ -89,7 +89,7 @@ RESUME_BUGS = {
     "resume: continuations valued as new trainings": [("src/dptradeoff/bo/resume.py",
                                                        "cost.append(ends - reached if native else ends.astype(float))",
                                                        "cost.append(ends.astype(float))")],
-    "resume: a path worth each checkpoint's gain, not their union's": [
+    "resume: a path's later checkpoints forget what its earlier ones dominate": [
         ("src/dptradeoff/bo/propose.py", "floor = np.minimum.accumulate(np.where(valid, mean, np.inf), axis=1)",
          "floor = np.where(valid, mean, np.inf)")],
     "resume: MOASHA trains new configurations to max_t": [("src/dptradeoff/peers/moasha.py", "axis: rungs[0]}",
