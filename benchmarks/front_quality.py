@@ -12,7 +12,12 @@ docs/dpareto-acquisition.md's tables). A method named `<method>+traces` evaluate
 (`dptradeoff.problems.traces`): each training records every epoch as a row (the shared initial
 points too), and the optimiser sees every row (DPareto: its GPs a subsample, `Settings.gp_points`;
 Optuna: as completed trials; BoTorch: as training data). `random+traces` trains random points at the
-domain's largest epochs, every epoch kept. Problems without a trace axis (SVT) have no cost: there
+domain's largest epochs, every epoch kept. `moasha+traces` is Syne Tune's MOASHA (`peers.moasha`), whose
+stretches between rungs continue a training. DPareto's `+traces` chains with `dpareto.resume` (the default)
+continue trainings too: a continuation's first row costs only the epochs it adds (the CRN training is the
+same one, and a continued training equals the uninterrupted one, tests/test_resume.py). `dpareto-no-resume`
+is the default before trainings stopped, `dpareto-resume` values a training by its last epoch instead of its
+path. Problems without a trace axis (SVT) have no cost: there
 the budget is 16 + 48 evaluations and `+traces` methods equal their plain ones.
 Common random numbers: an evaluation's replications are seeded by (seed, problem, the point), so two
 methods proposing the same point see the same utilities (and the point is trained once); a traced
