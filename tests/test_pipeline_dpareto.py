@@ -52,10 +52,10 @@ def _chain_outputs(work, problem="svt"):
 # A traced adult chain whose trainings stop and resume (dpareto.resume; MOASHA's rungs): the resumed
 # run continues trainings from the states kept in the killed run's evaluation files.
 TRACED = {
-    "dpareto": {"problems": ["adult-logreg-sgd"], "methods": ["dpareto", "moasha"], "runs": 1, "initial_points": 4,
+    "dpareto": {"problems": ["adult-logreg-sgd"], "methods": ["dpareto"], "runs": 1, "initial_points": 4,
                 "iterations": 12, "batch_size": 1, "candidates": 200, "gp_restarts": 1, "traces": True,
                 "resume": True, "path_value": True},
-    # both chains continue trainings in these 12 rounds (DPareto 10 rows, MOASHA 4)
+    # the chain continues trainings in these 12 rounds (10 rows)
     "problems": {"adult-logreg-sgd": {"repeats": 1, "ranges": {"epochs": [1, 16], "lot_size": [128, 512]}}},
     "random_sampling": {"points": 4, "points_per_job": 2},
 }
@@ -68,9 +68,10 @@ def test_kill_and_resume_continues_and_matches_an_uninterrupted_run(tmp_path, ch
 
 
 def test_kill_and_resume_with_stops_and_resumptions_matches_an_uninterrupted_run(tmp_path):
-    """Runs Snakemake itself: traced chains that continue trainings (DPareto's, MOASHA's), killed mid-chain and
-    resumed, end with the uninterrupted run's rows, and their continued trainings paid only their added epochs."""
-    chains = _kill_and_resume(tmp_path, TRACED, "adult-logreg-sgd", {"dpareto": "dpareto", "moasha": "moasha"})
+    """Runs Snakemake itself: a traced DPareto chain that continues trainings, killed mid-chain and resumed, ends
+    with the uninterrupted run's rows, and its continued trainings paid only their added epochs (MOASHA's
+    rounds, rebuilt from the rows alone, propose what the incremental ones do: test_resume.py)."""
+    chains = _kill_and_resume(tmp_path, TRACED, "adult-logreg-sgd", {"dpareto": "dpareto"})
     for chain, rows in chains.items():
         continued = rows[rows["segment_start"] > 0]
         assert len(continued), f"{chain} continued no training: choose a config whose chain continues one"

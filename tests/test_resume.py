@@ -129,7 +129,8 @@ def test_continuations_cost_the_epochs_they_add_or_every_epoch_when_replayed():
     assert fields == {"resumes": 3, "resumes_seed": 11, "resumes_from": 2, "resumes_evaluation": -1,
                       "resumes_replayed": False, "cost_axis": 3.0}
     replaying = Problem("replayed", None, _Unresumable(), problem.domain)
-    assert resume.continuations(replaying, evals).cost.tolist() == list(range(3, 10))
+    assert resume.continuations(replaying, evals, replayed=True).cost.tolist() == list(range(3, 10))
+    assert len(resume.continuations(replaying, evals).points) == 0   # DPareto continues saved states only
     assert len(options.without(3).points) == 0
 
 

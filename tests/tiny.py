@@ -4,7 +4,9 @@ outputs; other tests take sections of it for runs of their own."""
 from __future__ import annotations
 
 TINY = {
-    "dpareto": {"runs": 1, "initial_points": 4, "iterations": 4, "batch_size": 1, "candidates": 200, "gp_restarts": 1},
+    "dpareto": {"runs": 1, "initial_points": 4, "iterations": 4, "batch_size": 1, "candidates": 200, "gp_restarts": 1,
+                # trainings that stop and resume run in their own pipeline tests (test_pipeline_dpareto, _traces)
+                "resume": False, "path_value": False},
     "problems": {
         "adult-logreg-sgd": {"repeats": 1, "grids": [2], "ranges": {"epochs": [1, 1], "lot_size": [256, 512]}},
         "adult-logreg-adam": {"repeats": 1, "grids": [], "ranges": {"epochs": [1, 1], "lot_size": [256, 512]}},

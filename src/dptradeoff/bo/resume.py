@@ -55,14 +55,18 @@ NEW_TRAINING = {"resumes": -1, "resumes_seed": -1, "resumes_from": 0, "resumes_e
                 "resumes_replayed": False}
 
 
-def continuations(problem: Problem, evals: pd.DataFrame) -> Continuations:
+def continuations(problem: Problem, evals: pd.DataFrame, replayed: bool = False) -> Continuations:
     """Every training in `evals` that can go on past the axis value it reached (failed ones cannot), with
-    its candidate ends: each later value up to ENDS_PER_TRAINING of them, else that many log-spaced."""
+    its candidate ends: each later value up to ENDS_PER_TRAINING of them, else that many log-spaced. An
+    oracle that is not `resumable` has none unless `replayed` (a replay costs a new training's epochs and
+    trains them again, so a round proposes a new point instead)."""
     axis = problem.oracle.trace_axis
     names = problem.names
     empty = Continuations(np.empty((0, len(names))), np.empty(0), np.empty(0, int),
                           pd.DataFrame(columns=["index", "seed", "reached", "evaluation", "native"]))
     if axis is None or axis not in names or "index" not in evals or evals.empty:
+        return empty
+    if not problem.oracle.resumable and not replayed:
         return empty
     top = int(problem.bounds(axis)[1])
     failed = evals["failure"].notna() if "failure" in evals else pd.Series(False, index=evals.index)
