@@ -44,10 +44,10 @@ class AuditSettings:
 
 class LinearWhiteBox:
     """The white-box audit of the built-in linear trainer (`whitebox`): `runs` trainings with the canary
-    and `runs` with its replace-one neighbour, every step's release on the canary's coordinate seen. The
-    quoted bound is the Gaussian fit where the score is exactly Gaussian (`whitebox.Trainings.exact`), else
-    Clopper-Pearson."""
-    name = "white-box (every step's release; canary on a coordinate of its own)"
+    and `runs` with its replace-one neighbour, every step's release on the canary's coordinate seen, and
+    every step's lot. The quoted bound is the composed-step bound (`composed`), the assumption-free
+    Clopper-Pearson bound on the run-level score beside it."""
+    name = "white-box (every step's release and lot; canary on a coordinate of its own)"
 
     def __init__(self, oracle):
         self.oracle = oracle
@@ -59,7 +59,7 @@ class LinearWhiteBox:
         trained = whitebox.train_and_score(data.x_train, data.y_train, self.oracle.loss, self.oracle.optimizer, hp,
                                            settings.runs, rng)
         n = len(data.y_train) + 1
-        return _quoted(problem, point, n, trained, trained.exact, rng, settings, self.name,
+        return _quoted(problem, point, n, trained, rng, settings, self.name,
                        f"{trained.steps} steps, lots of {trained.sampling_rate:.3g} of the {n} rows (the data plus the "
                        f"canary, feature {trained.canary_norm:.3g}), the canary's two gradients at the clipping norm "
                        f"in {trained.clipped_share:.0%} of steps")
@@ -67,9 +67,9 @@ class LinearWhiteBox:
 
 class TorchWhiteBox:
     """The white-box audit of the built-in MLP trainer with plain SGD (`torch_whitebox`): a Dirac gradient
-    canary on one weight, `runs` trainings each way. The Gaussian fit is quoted for lots of the whole
-    dataset (the score is then exactly Gaussian), Clopper-Pearson otherwise."""
-    name = "white-box (every step's release; Dirac gradient canary)"
+    canary on one weight, `runs` trainings each way, every step's lot seen: the composed-step bound quoted,
+    Clopper-Pearson beside it."""
+    name = "white-box (every step's release and lot; Dirac gradient canary)"
 
     def __init__(self, oracle):
         self.oracle = oracle
@@ -81,22 +81,22 @@ class TorchWhiteBox:
                                                  data.y_train, self.oracle.hyper(point), settings.runs,
                                                  int(rng.integers(2**62)))
         n = len(data.y_train) + 1
-        return _quoted(problem, point, n, trained, trained.exact, rng, settings, self.name,
+        return _quoted(problem, point, n, trained, rng, settings, self.name,
                        f"{trained.steps} steps, lots of {trained.sampling_rate:.3g} of the {n} rows (the data plus the "
                        f"canary)")
 
 
-def _quoted(problem, point, n, trained, exact, rng, settings, name, what) -> dict:
-    """The row of a white-box audit: the Gaussian fit quoted where the score is exactly Gaussian, else
-    Clopper-Pearson, the other beside it."""
-    fit = bounds.gaussian_fit(trained.scores_in, trained.scores_out, problem.delta, settings.confidence)
-    cp = bounds.clopper_pearson(trained.scores_in, trained.scores_out, problem.delta, settings.confidence, rng)
-    quoted, other = (fit, cp) if exact else (cp, fit)
-    note = "" if exact else " (not the quoted bound: the score is not exactly Gaussian here)"
+def _quoted(problem, point, n, trained, rng, settings, name, what) -> dict:
+    """The row of a white-box audit: the composed-step bound quoted (it assumes the accountant's model), the
+    assumption-free Clopper-Pearson bound on the run-level score beside it."""
+    from . import composed
+
+    quoted = composed.composed_bound(trained.seen, problem.delta, settings.confidence)
+    other = bounds.clopper_pearson(trained.scores_in, trained.scores_out, problem.delta, settings.confidence, rng)
     return {"epsilon": problem.oracle.epsilon(point, n=n, delta=problem.delta), "epsilon_lb": quoted.epsilon_lb,
             "estimator": quoted.estimator, "confidence": settings.confidence, "delta": problem.delta, "audit": name,
             "trainings": 2 * settings.runs, "epsilon_lb_other": other.epsilon_lb,
-            "estimator_other": other.estimator + note, "detail": f"{quoted.detail}; {what}"}
+            "estimator_other": other.estimator + " (assumes nothing)", "detail": f"{quoted.detail}; {what}"}
 
 
 class BlackBoxOneRun:

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..train.hyper import DPSGDHyper
+from .composed import StepObservations
 from .whitebox import Trainings, step_log_ratios
 
 
@@ -58,8 +59,8 @@ def _values(params, trainer: Trainer) -> torch.Tensor:
 def dirac_canary(trainer: Trainer, signs, clip: float, marker: float, seen: list):
     """While active, the trainer's clipped gradient sum treats a row whose every input is `marker` as the
     canary: in network b its clipped gradient is signs[b] * clip on coordinate j. `seen` receives, at every
-    step, coordinate j's values at its start (the adversary's view of each model) and the real rows'
-    clipped sums on j, each (B,)."""
+    step, coordinate j's values at its start (the adversary's view of each model), the real rows'
+    clipped sums on j and the canary's count in each network's lot, each (B,)."""
     module = trainer.module
     original = module.clipped_gradient_sum
 
@@ -69,7 +70,7 @@ def dirac_canary(trainer: Trainer, signs, clip: float, marker: float, seen: list
         sums, norms = original(params, x, y, *rest, keep=~canary)
         target = sums[int(trainer.parameter)] if isinstance(sums, list) else sums[trainer.parameter]
         column = target.view(target.shape[0], -1)[:, trainer.index]
-        seen.append((before, column.clone()))
+        seen.append((before, column.clone(), canary.sum(dim=1)))
         column += torch.as_tensor(signs, dtype=column.dtype, device=column.device) * clip * canary.any(dim=1)
         return sums, norms
 
@@ -80,19 +81,19 @@ def dirac_canary(trainer: Trainer, signs, clip: float, marker: float, seen: list
         module.clipped_gradient_sum = original
 
 
-def releases(trainer: Trainer, x, y, batch, signs, clip: float, marker: float, subtract_real: bool) -> np.ndarray:
+def releases(trainer: Trainer, x, y, batch, signs, clip: float, marker: float, subtract_real: bool):
     """Train `batch` with the canary (network b's at signs[b] * clip); the adversary's view of every step's
     release on coordinate j, -m (theta_t - theta_{t-1}) / lr, less the real rows' clipped sum there where
-    `subtract_real`: (B, steps)."""
+    `subtract_real`: (B, steps); and the canary's count in every step's lot (B, steps)."""
     seen: list = []
     with dirac_canary(trainer, signs, clip, marker, seen):
         final = trainer.train(x, y, batch)
-    values = torch.stack([v for v, _ in seen] + [_values(final, trainer)], dim=1).double().cpu().numpy()
+    values = torch.stack([v for v, _, _ in seen] + [_values(final, trainer)], dim=1).double().cpu().numpy()
     lr = np.array([h.learning_rate for h in batch.hypers])[:, None]
     o = -(values[:, 1:] - values[:, :-1]) / lr * batch.lot_size
     if subtract_real:
-        o = o - torch.stack([r for _, r in seen], dim=1).double().cpu().numpy()
-    return o
+        o = o - torch.stack([r for _, r, _ in seen], dim=1).double().cpu().numpy()
+    return o, torch.stack([c for _, _, c in seen], dim=1).cpu().numpy()
 
 
 def train_and_score(trainer: Trainer, x: np.ndarray, y: np.ndarray, hp: DPSGDHyper, runs: int, seed: int, *,
@@ -116,9 +117,11 @@ def train_and_score(trainer: Trainer, x: np.ndarray, y: np.ndarray, hp: DPSGDHyp
     seen_marker = marker if trainer.module is not cnn else float(cnn.images(wide[-1:]).reshape(-1)[0])
     seeds = np.random.default_rng(seed).integers(0, 2**62, size=2 * runs)   # every training its own seed
     signs = np.repeat([1.0, -1.0], runs)                                      # the first runs "in", the rest "out"
-    o = np.concatenate([releases(trainer, wide, labels, Batch.replications(hp, seeds[s:s + width]), signs[s:s + width],
-                                 model.clip, seen_marker, q >= 1.0) for s in range(0, len(seeds), width)])
+    parts = [releases(trainer, wide, labels, Batch.replications(hp, seeds[s:s + width]), signs[s:s + width],
+                      model.clip, seen_marker, q >= 1.0) for s in range(0, len(seeds), width)]
+    o, counts = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     s = np.full(steps, model.clip)
     scores = np.array([step_log_ratios(row, s, -s, q, sigma).sum() for row in o])
     # the canary's +-L is constant: with the real rows' sum subtracted (q = 1) the score is exactly Gaussian
-    return Trainings(scores[:runs], scores[runs:], steps, q, 1.0, math.nan, exact=q >= 1.0)
+    return Trainings(scores[:runs], scores[runs:], steps, q, 1.0, math.nan, exact=q >= 1.0,
+                     seen=StepObservations(o, counts, signs))

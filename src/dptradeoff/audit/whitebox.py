@@ -66,6 +66,7 @@ class Trainings:
     canary_norm: float
     exact: bool = False      # every step of every run so, with lots of the whole dataset: the score is exactly
                              # Gaussian with one variance under both hypotheses (the Gaussian fit is exact)
+    seen: object = None      # composed.StepObservations: every step's release, the canary's count in its lot, the sign
 
 
 def canary_datasets(x: np.ndarray, y: np.ndarray, canary_norm: float = CANARY_NORM):
@@ -114,20 +115,23 @@ def train_and_score(x, y, loss: str, optimizer: str, hp: DPSGDHyper, runs: int, 
     """`runs` trainings on D_in and `runs` on D_out with hyperparameters `hp`, each scored by the adversary,
     who assumes the mechanism `model` states (default: hp's own clipping norm and noise; an audit of a
     planted bug trains with one and assumes the other)."""
+    from .composed import StepObservations
+
     model = model or hp
     canary_norm = canary_norm or canary_norm_for(model, optimizer, len(y) + 1)   # the adversary chooses it
     wide, y_in, y_out = canary_datasets(x, y, canary_norm)
     n = len(y_in)
     steps, q, sigma = hp.steps(n), hp.lot_size / n, 2.0 * model.clip * model.noise
     checkpoints = np.arange(1, steps + 1)
-    # the states of every step of a chunk of runs (weights, moments, the step before): ~MEMORY bytes at most
-    chunk = max(1, min(chunk, int(MEMORY // (3 * 8 * steps * (wide.shape[1] + 1)))))
-    scores, clipped = {}, []
+    # per run: the states of every step (weights, moments, the step before), its lots and noise: ~MEMORY at most
+    per_run = 8 * steps * (4 * (wide.shape[1] + 1) + hp.lot_size)
+    chunk = max(1, min(chunk, int(MEMORY // per_run)))
+    scores, clipped, seen = {}, [], []
     for name, labels in (("in", y_in), ("out", y_out)):
         parts = []
         for start in range(0, runs, chunk):
             size = min(chunk, runs - start)
-            w, mu = _states(wide, labels, loss, optimizer, hp, size, rng, checkpoints)
+            w, mu, lots, noise = _states(wide, labels, loss, optimizer, hp, size, rng, checkpoints)
             o = releases(w, mu, hp)
             before = np.concatenate([np.zeros_like(w[:1]), w[:-1]])
             s_in = canary_contribution(loss, before, 1.0, model.clip, canary_norm)
@@ -135,13 +139,17 @@ def train_and_score(x, y, loss: str, optimizer: str, hp: DPSGDHyper, runs: int, 
             parts.append(step_log_ratios(o, s_in, s_out, q, sigma).sum(axis=0))
             full = -2.0 * model.clip * canary_norm / math.hypot(canary_norm, 1.0)
             clipped.append(np.isclose(s_in - s_out, full, rtol=1e-12, atol=0.0))
+            counts = (lots == n - 1).sum(axis=2)                        # (runs, steps): the canary is the last row
+            sign = np.sign(s_in if name == "in" else s_out).T           # its contribution's sign, from the model
+            seen.append(StepObservations(o.T, counts, sign, noise[..., -2]))   # the canary's coordinate's noise
         scores[name] = np.concatenate(parts)
     separated = np.concatenate([c.ravel() for c in clipped])
     return Trainings(scores["in"], scores["out"], steps, q, float(np.mean(separated)), canary_norm,
-                     exact=bool(q >= 1.0 and separated.all()))
+                     exact=bool(q >= 1.0 and separated.all()), seen=StepObservations.concatenate(seen))
 
 
 def _states(x, y, loss, optimizer, hp, runs, rng, checkpoints):
-    """The weights after every step (steps, runs, d + 1), and for Adam its first moments (None for SGD)."""
-    w, moments = linear.trace_states(x, y, loss, optimizer, hp, runs, rng, checkpoints)
-    return w, (moments if optimizer == "adam" else None)
+    """The weights after every step (steps, runs, d + 1), for Adam its first moments (None for SGD), and every
+    step's lot (runs, steps, m) and noise (runs, steps, d + 1) as the trainer drew them."""
+    w, moments, lots, noise = linear.trace_states(x, y, loss, optimizer, hp, runs, rng, checkpoints, record_lots=True)
+    return w, (moments if optimizer == "adam" else None), lots, noise

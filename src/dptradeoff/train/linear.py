@@ -144,13 +144,15 @@ def trace_segment(x: np.ndarray, y: np.ndarray, loss: str, optimizer: str, hp: D
 
 
 def trace_states(x: np.ndarray, y: np.ndarray, loss: str, optimizer: str, hp: DPSGDHyper, runs: int,
-                 rng: np.random.Generator, checkpoints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 rng: np.random.Generator, checkpoints: np.ndarray, record_lots: bool = False):
     """The weights and Adam's first moments (len(checkpoints), runs, d + 1) after each of `checkpoints`
     (increasing step counts) of `train_trace`'s training: the training state a white-box audit reads
-    (audit/whitebox.py). With SGD the moments stay zero."""
+    (audit/whitebox.py). With SGD the moments stay zero. With `record_lots`, also every step's lot
+    (runs, steps, m) and noise (runs, steps, d + 1), as the trainer drew them."""
     moments = np.zeros((len(checkpoints), runs, x.shape[1] + 1))
-    w = _train(x, y, loss, optimizer, hp, runs, rng, checkpoints=np.asarray(checkpoints, np.int64), moments=moments)[0]
-    return w, moments
+    w, lots, noise = _train(x, y, loss, optimizer, hp, runs, rng, record=record_lots,
+                            checkpoints=np.asarray(checkpoints, np.int64), moments=moments)
+    return (w, moments, lots, noise) if record_lots else (w, moments)
 
 
 def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None, checkpoints=None, moments=None,

@@ -1,0 +1,136 @@
+"""The composed-step bound of a white-box audit: what each step does, bounded from every step of every
+training, then composed by an exact accountant.
+
+A white-box audit (`whitebox`, `torch_whitebox`) sees, at every step t of every training, the release on
+the canary's coordinate o_t = K_t c + N_t, where K_t counts the canary in the step's lot (0 or 1 for a
+lot of distinct rows), c is the canary's clipped contribution (+c on D_in, -c on D_out, the label
+flipped) and N_t the noise; no other row moves that coordinate. It also sees the lots (the auditor runs
+the trainer), so it knows K_t. From the steps it bounds, each at confidence 1 - alpha / 3 (a union
+bound makes them hold together at 1 - alpha):
+- the noise's standard deviation from above: the releases of the steps without the canary are the
+  noise alone (chi-square bound on their mean square, about 0 rather than their mean: any offset only
+  raises it);
+- the canary's inclusion rate P(K_t >= 1) from below (Clopper-Pearson on the steps' counts);
+- its contribution c from below: the mean of the signed releases of the steps that drew it (one-sided t),
+  less the noise the trainer records there where it records it (the linear trainer does: the spread then
+  is the contribution's own, zero while the canary's gradient is at the clipping norm).
+
+The step the bounds describe is the Gaussian mechanism of sensitivity 2 c (the canary's and its twin's
+contributions differ by 2 c) on a lot drawn at rate q, which is what the accountant analyses. Its worst
+neighbours are the canary among copies of its twin (every lot then sums the same, but for the canary's
++2 c when drawn): the pair N(0, s^2) against (1 - q) N(0, s^2) + q N(2 c, s^2), the subsampled Gaussian of
+dp_accounting's `from_gaussian_mechanism` (add/remove form, both directions). A larger c / s or q only
+makes the pair easier to tell apart (each smaller one is a post-processing of it: scale and add noise;
+replace the release by fresh noise at a rate), so the T-fold composition's epsilon at (q_lb, c_lb, s_ub),
+computed by dp_accounting's PLD with optimistic rounding (a lower estimate), is a lower bound on the
+trainer's epsilon at the stated confidence: `composed_bound`.
+
+It assumes what the accountant assumes: the steps compose, each step's lot and noise fresh given the
+past (so the training's privacy loss is the sum of its steps'), the noise Gaussian, and the contribution
+the same at every step that draws the canary (true while the canary's gradient is at the clipping norm;
+the audit reports the share of steps where it is). The run-level bound of `bounds.clopper_pearson` on
+the mixture log-likelihood score assumes nothing and sits beside it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from . import bounds
+
+ASSUMPTION = ("assumes the accountant's model: each step's lot and noise fresh given the past, Gaussian noise, "
+              "the canary's contribution the same at every step that draws it")
+VALUE_INTERVAL = 1e-2   # the PLD grid at T steps is VALUE_INTERVAL / T: optimistic rounding lowers epsilon by <= ~VALUE_INTERVAL
+
+
+@dataclass(frozen=True)
+class StepObservations:
+    """What the auditor saw at every step of every training: releases on the canary's coordinate, the
+    canary's count in each step's lot, and the sign of its contribution (+1 on D_in, -1 on D_out)."""
+    releases: np.ndarray       # (trainings, T)
+    counts: np.ndarray         # (trainings, T) the canary's copies in the lot
+    signs: np.ndarray          # (trainings,) or (trainings, T)
+    noise: np.ndarray | None = None   # (trainings, T) the noise the trainer says it added there, where it says
+
+    @property
+    def steps(self) -> int:
+        return int(self.releases.shape[-1])
+
+    def without_canary(self) -> np.ndarray:
+        """The releases of the steps whose lot did not draw the canary: the noise alone."""
+        return self.releases[self.counts == 0]
+
+    def contributions(self) -> np.ndarray:
+        """The signed releases of the steps that drew the canary, less the trainer's recorded noise where it
+        recorded it (the release is the audited number; a wrong record only adds spread, which the t bound pays)."""
+        drawn = self.releases if self.noise is None else self.releases - self.noise
+        return (drawn * self._signs())[self.counts > 0]
+
+    def _signs(self) -> np.ndarray:
+        return np.broadcast_to(np.asarray(self.signs, float).reshape(len(self.releases), -1), self.releases.shape)
+
+    @classmethod
+    def concatenate(cls, parts: list["StepObservations"]) -> "StepObservations":
+        recorded = all(p.noise is not None for p in parts)
+        return cls(np.concatenate([p.releases for p in parts]), np.concatenate([p.counts for p in parts]),
+                   np.concatenate([p._signs() for p in parts]),
+                   np.concatenate([p.noise for p in parts]) if recorded else None)
+
+
+@dataclass(frozen=True)
+class StepBounds:
+    """Bounds on one step, holding together at `confidence`."""
+    noise_std_upper: float
+    rate_lower: float
+    contribution_lower: float
+    confidence: float
+    noise_steps: int
+    drawn_steps: int
+    total_steps: int
+
+    def detail(self) -> str:
+        return (f"per step: noise std <= {self.noise_std_upper:.4g} ({self.noise_steps} steps without the canary), "
+                f"inclusion rate >= {self.rate_lower:.4g} ({self.drawn_steps} of {self.total_steps} steps drew it), "
+                f"contribution >= {self.contribution_lower:.4g}")
+
+
+def step_bounds(seen: StepObservations, confidence: float = bounds.CONFIDENCE) -> StepBounds:
+    """The three bounds of the module doc, each at 1 - (1 - confidence) / 3."""
+    alpha = (1 - confidence) / 3
+    noise, drawn = seen.without_canary(), seen.contributions()
+    total = seen.releases.size
+    if len(noise) < 2 or len(drawn) < 2:
+        raise ValueError(f"a composed-step bound needs steps with and without the canary, got {len(noise)} without "
+                         f"and {len(drawn)} with it of {total}; train more runs")
+    noise_upper = math.sqrt(float(np.sum(np.square(noise))) / stats.chi2.ppf(alpha, len(noise)))
+    rate_lower = float(stats.beta.ppf(alpha, len(drawn), total - len(drawn) + 1))
+    spread = float(np.std(drawn, ddof=1)) / math.sqrt(len(drawn))
+    contribution_lower = max(0.0, float(np.mean(drawn)) - stats.t.ppf(1 - alpha, len(drawn) - 1) * spread)
+    return StepBounds(noise_upper, rate_lower, contribution_lower, confidence, len(noise), len(drawn), total)
+
+
+def composed_epsilon(rate: float, contribution: float, noise_std: float, steps: int, delta: float,
+                     optimistic: bool = True) -> float:
+    """epsilon at delta of T compositions of the step N(0, s^2) against (1 - q) N(0, s^2) + q N(2 c, s^2)
+    (module doc), by dp_accounting's PLD: rounded down (`optimistic`, a lower estimate) or up (an upper one)."""
+    from dp_accounting.pld import privacy_loss_distribution
+
+    if contribution <= 0 or rate <= 0:
+        return 0.0
+    if noise_std <= 0:
+        return math.inf
+    pld = privacy_loss_distribution.from_gaussian_mechanism(
+        noise_std / (2 * contribution), sensitivity=1.0, sampling_prob=min(1.0, rate), pessimistic_estimate=not optimistic,
+        value_discretization_interval=VALUE_INTERVAL / max(1, int(steps)), use_connect_dots=not optimistic)
+    return max(0.0, float(pld.self_compose(int(steps)).get_epsilon_for_delta(delta)))
+
+
+def composed_bound(seen: StepObservations, delta: float, confidence: float = bounds.CONFIDENCE) -> bounds.Bound:
+    """epsilon_lb of the composed step at its bounds (module doc)."""
+    found = step_bounds(seen, confidence)
+    eps = composed_epsilon(found.rate_lower, found.contribution_lower, found.noise_std_upper, seen.steps, delta)
+    return bounds.Bound(eps, "composed steps", confidence, delta, len(seen.releases), len(seen.releases),
+                        f"{found.detail()}, {seen.steps} steps composed; {ASSUMPTION}")
