@@ -190,13 +190,14 @@ def test_torch_whitebox_reads_the_dirac_canary_and_the_noise_from_the_updates(wh
 
     hp = DPSGDHyper(6, 11, 0.1, 0.0, 0.7)   # 12 steps: a network's lots miss the canary every time w.p. 1e-4
     signs = np.array([1.0, -1.0, 1.0])   # three networks: the canary in, its neighbour, in again
-    released, counts = torch_whitebox.releases(trainer, wide, labels, Batch.replications(hp, [7, 8, 9]), signs, hp.clip,
+    released, counts, noise = torch_whitebox.releases(trainer, wide, labels, Batch.replications(hp, [7, 8, 9]), signs, hp.clip,
                                                marker, subtract_real=True)
     assert released.shape == counts.shape == (3, hp.steps(21))
     for sign, row, count in zip(signs, released, counts):
         drawn = np.isclose(row, sign * hp.clip, atol=1e-4)
         assert (drawn | np.isclose(row, 0.0, atol=1e-4)).all() and drawn.any() and not drawn.all(), row
         assert np.array_equal(drawn, count == 1), (row, count)   # the lots the audit counts are the ones trained
+    assert np.allclose(noise, 0.0, atol=1e-5)                    # z = 0: the recorded noise is none
 
 
 # 80 trainings a side: the halved-noise audit then exceeds 4 in 99.9 % of seeds (25 a side: 82 %), measured by

@@ -8,7 +8,8 @@ flipped) and N_t the noise; no other row moves that coordinate. It also sees the
 the trainer), so it knows K_t. From the steps it bounds, each at confidence 1 - alpha / 3 (a union
 bound makes them hold together at 1 - alpha):
 - the noise's standard deviation from above: the releases of the steps without the canary are the
-  noise alone (chi-square bound on their mean square, about 0 rather than their mean: any offset only
+  noise alone, those with it the contribution plus the noise (chi-square bound on the mean square of the
+  first about 0 and of the second about their mean: an offset, or a contribution that varies, only
   raises it);
 - the canary's inclusion rate P(K_t >= 1) from below (Clopper-Pearson on the steps' counts);
 - its contribution c from below: the mean of the signed releases of the steps that drew it (one-sided t),
@@ -63,6 +64,10 @@ class StepObservations:
         """The releases of the steps whose lot did not draw the canary: the noise alone."""
         return self.releases[self.counts == 0]
 
+    def signed_releases(self) -> np.ndarray:
+        """The signed releases of the steps that drew the canary: its contribution plus the noise."""
+        return (self.releases * self._signs())[self.counts > 0]
+
     def contributions(self) -> np.ndarray:
         """The signed releases of the steps that drew the canary, less the trainer's recorded noise where it
         recorded it (the release is the audited number; a wrong record only adds spread, which the t bound pays)."""
@@ -90,6 +95,23 @@ class StepBounds:
     noise_steps: int
     drawn_steps: int
     total_steps: int
+    most_copies: int          # the most copies of the canary one lot drew (1 for lots of distinct rows)
+
+    def broken_premises(self, noise_std: float, rate: float, clip: float) -> list[str]:
+        """What these bounds prove wrong (at their confidence) of a trainer that claims Gaussian noise of std
+        `noise_std`, lots drawing a row at `rate` and contributions clipped to `clip`: the accountant's
+        premises, each of which can fail without the claimed epsilon failing (the accountant's bound may
+        have room), and each a bug."""
+        broken = []
+        if self.noise_std_upper < noise_std:
+            broken.append(f"the noise's std is at most {self.noise_std_upper:.4g}, below the {noise_std:.4g} claimed")
+        if self.rate_lower > rate:
+            broken.append(f"lots draw the canary at a rate of at least {self.rate_lower:.4g}, above the {rate:.4g} claimed")
+        if self.contribution_lower > clip:
+            broken.append(f"the canary contributes at least {self.contribution_lower:.4g}, above the clipping norm {clip:.4g}")
+        if self.most_copies > 1:
+            broken.append(f"a lot drew the canary {self.most_copies} times: lots are not sets of distinct rows")
+        return broken
 
     def detail(self) -> str:
         return (f"per step: noise std <= {self.noise_std_upper:.4g} ({self.noise_steps} steps without the canary), "
@@ -102,14 +124,19 @@ def step_bounds(seen: StepObservations, confidence: float = bounds.CONFIDENCE) -
     alpha = (1 - confidence) / 3
     noise, drawn = seen.without_canary(), seen.contributions()
     total = seen.releases.size
-    if len(noise) < 2 or len(drawn) < 2:
-        raise ValueError(f"a composed-step bound needs steps with and without the canary, got {len(noise)} without "
-                         f"and {len(drawn)} with it of {total}; train more runs")
-    noise_upper = math.sqrt(float(np.sum(np.square(noise))) / stats.chi2.ppf(alpha, len(noise)))
+    if len(drawn) < 2:
+        raise ValueError(f"a composed-step bound needs at least 2 steps that drew the canary, got {len(drawn)} of "
+                         f"{total}; train more runs")
+    # the noise's square: the releases without the canary about 0, and those with it about their mean (their
+    # spread is the noise's plus the contribution's own, so any variation in the contribution only raises it)
+    released = seen.signed_releases()
+    squares = float(np.sum(np.square(noise)) + np.sum(np.square(released - released.mean())))
+    noise_upper = math.sqrt(squares / stats.chi2.ppf(alpha, len(noise) + len(released) - 1))
     rate_lower = float(stats.beta.ppf(alpha, len(drawn), total - len(drawn) + 1))
     spread = float(np.std(drawn, ddof=1)) / math.sqrt(len(drawn))
     contribution_lower = max(0.0, float(np.mean(drawn)) - stats.t.ppf(1 - alpha, len(drawn) - 1) * spread)
-    return StepBounds(noise_upper, rate_lower, contribution_lower, confidence, len(noise), len(drawn), total)
+    return StepBounds(noise_upper, rate_lower, contribution_lower, confidence, len(noise), len(drawn), total,
+                      int(seen.counts.max()))
 
 
 def composed_epsilon(rate: float, contribution: float, noise_std: float, steps: int, delta: float,
@@ -128,9 +155,10 @@ def composed_epsilon(rate: float, contribution: float, noise_std: float, steps: 
     return max(0.0, float(pld.self_compose(int(steps)).get_epsilon_for_delta(delta)))
 
 
-def composed_bound(seen: StepObservations, delta: float, confidence: float = bounds.CONFIDENCE) -> bounds.Bound:
-    """epsilon_lb of the composed step at its bounds (module doc)."""
+def composed_bound(seen: StepObservations, delta: float, confidence: float = bounds.CONFIDENCE
+                   ) -> tuple[bounds.Bound, StepBounds]:
+    """epsilon_lb of the composed step at its bounds (module doc), and the bounds."""
     found = step_bounds(seen, confidence)
     eps = composed_epsilon(found.rate_lower, found.contribution_lower, found.noise_std_upper, seen.steps, delta)
     return bounds.Bound(eps, "composed steps", confidence, delta, len(seen.releases), len(seen.releases),
-                        f"{found.detail()}, {seen.steps} steps composed; {ASSUMPTION}")
+                        f"{found.detail()}, {seen.steps} steps composed; {ASSUMPTION}"), found

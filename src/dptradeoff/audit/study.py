@@ -25,7 +25,7 @@ from ..release.trainers import oracle_target
 from . import bounds
 
 AUDIT_COLUMNS = ("epsilon", "epsilon_lb", "estimator", "confidence", "delta", "audit", "trainings",
-                 "epsilon_lb_other", "estimator_other", "detail", "seconds")
+                 "epsilon_lb_other", "estimator_other", "broken_premises", "detail", "seconds")
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class LinearWhiteBox:
         trained = whitebox.train_and_score(data.x_train, data.y_train, self.oracle.loss, self.oracle.optimizer, hp,
                                            settings.runs, rng)
         n = len(data.y_train) + 1
-        return _quoted(problem, point, n, trained, rng, settings, self.name,
+        return _quoted(problem, point, n, hp, trained, rng, settings, self.name,
                        f"{trained.steps} steps, lots of {trained.sampling_rate:.3g} of the {n} rows (the data plus the "
                        f"canary, feature {trained.canary_norm:.3g}), the canary's two gradients at the clipping norm "
                        f"in {trained.clipped_share:.0%} of steps")
@@ -77,26 +77,30 @@ class TorchWhiteBox:
     def audit(self, problem: Problem, point: dict, data, rng, settings: AuditSettings) -> dict:
         from . import torch_whitebox
 
+        hp = self.oracle.hyper(point)
         trained = torch_whitebox.train_and_score(torch_whitebox.mlp_trainer(self.oracle.architecture), data.x_train,
-                                                 data.y_train, self.oracle.hyper(point), settings.runs,
-                                                 int(rng.integers(2**62)))
+                                                 data.y_train, hp, settings.runs, int(rng.integers(2**62)))
         n = len(data.y_train) + 1
-        return _quoted(problem, point, n, trained, rng, settings, self.name,
+        return _quoted(problem, point, n, hp, trained, rng, settings, self.name,
                        f"{trained.steps} steps, lots of {trained.sampling_rate:.3g} of the {n} rows (the data plus the "
                        f"canary)")
 
 
-def _quoted(problem, point, n, trained, rng, settings, name, what) -> dict:
+def _quoted(problem, point, n, hp, trained, rng, settings, name, what) -> dict:
     """The row of a white-box audit: the composed-step bound quoted (it assumes the accountant's model), the
-    assumption-free Clopper-Pearson bound on the run-level score beside it."""
+    assumption-free Clopper-Pearson bound on the run-level score beside it, and the accountant's premises the
+    step bounds prove broken (`composed.StepBounds.broken_premises`; the canary's contribution is claimed at
+    most the clipping norm)."""
     from . import composed
 
-    quoted = composed.composed_bound(trained.seen, problem.delta, settings.confidence)
+    quoted, steps = composed.composed_bound(trained.seen, problem.delta, settings.confidence)
+    broken = steps.broken_premises(2.0 * hp.clip * hp.noise, hp.lot_size / n, hp.clip)
     other = bounds.clopper_pearson(trained.scores_in, trained.scores_out, problem.delta, settings.confidence, rng)
     return {"epsilon": problem.oracle.epsilon(point, n=n, delta=problem.delta), "epsilon_lb": quoted.epsilon_lb,
             "estimator": quoted.estimator, "confidence": settings.confidence, "delta": problem.delta, "audit": name,
             "trainings": 2 * settings.runs, "epsilon_lb_other": other.epsilon_lb,
-            "estimator_other": other.estimator + " (assumes nothing)", "detail": f"{quoted.detail}; {what}"}
+            "estimator_other": other.estimator + " (assumes nothing)", "broken_premises": "; ".join(broken),
+            "detail": f"{quoted.detail}; {what}"}
 
 
 class BlackBoxOneRun:
@@ -117,7 +121,8 @@ class BlackBoxOneRun:
         return {"epsilon": problem.oracle.epsilon(point, n=result.training_rows, delta=problem.delta),
                 "epsilon_lb": result.epsilon_lb, "estimator": result.method, "confidence": settings.confidence,
                 "delta": problem.delta, "audit": self.name, "trainings": result.trainings,
-                "epsilon_lb_other": math.nan, "estimator_other": "", "detail": f"{result.neighbouring}: {result.detail}"}
+                "epsilon_lb_other": math.nan, "estimator_other": "", "broken_premises": "",
+                "detail": f"{result.neighbouring}: {result.detail}"}
 
 
 def auditor_for(problem: Problem):
@@ -170,8 +175,15 @@ def joint_confidence(table: pd.DataFrame) -> float:
 def violation(problem_name: str, table: pd.DataFrame) -> str:
     """One loud sentence where a point's audited lower bound exceeds its proven epsilon, else ""."""
     over = table[table["epsilon_lb"] > table["epsilon"]]
-    if over.empty:
+    premises = table["broken_premises"].fillna("").astype(str) if "broken_premises" in table else pd.Series([""])
+    broken = premises[premises != ""]
+    if over.empty and broken.empty:
         return ""
+    if over.empty:
+        return (f"PRIVACY VIOLATION: {problem_name}'s audit proves (at {joint_confidence(table):.0%} confidence, jointly "
+                f"over its {len(table)} audited points) that its trainer does not do what its accountant assumes at "
+                f"{len(broken)} of them: {broken.iloc[0]}; its epsilons may still hold where the accountant's bound has "
+                f"room, but the trainer is wrong, so do not use its epsilons until fixed (docs/audit.md).")
     row = over.sort_values("epsilon_lb", ascending=False).iloc[0]
     return (f"PRIVACY VIOLATION: {problem_name}'s audit proves (at {joint_confidence(table):.0%} confidence, jointly over its "
             f"{len(table)} audited points) that {len(over)} of them are not private as claimed, e.g. epsilon >= "

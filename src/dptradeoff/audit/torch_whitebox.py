@@ -60,9 +60,10 @@ def dirac_canary(trainer: Trainer, signs, clip: float, marker: float, seen: list
     """While active, the trainer's clipped gradient sum treats a row whose every input is `marker` as the
     canary: in network b its clipped gradient is signs[b] * clip on coordinate j. `seen` receives, at every
     step, coordinate j's values at its start (the adversary's view of each model), the real rows'
-    clipped sums on j and the canary's count in each network's lot, each (B,)."""
+    clipped sums on j, the canary's count in each network's lot and the noise the trainer adds on j, each (B,)."""
     module = trainer.module
-    original = module.clipped_gradient_sum
+    original, original_noised = module.clipped_gradient_sum, module.noised_average
+    current: dict = {}
 
     def wrapped(params, x, y, *rest):
         before = _values(params, trainer)
@@ -70,30 +71,46 @@ def dirac_canary(trainer: Trainer, signs, clip: float, marker: float, seen: list
         sums, norms = original(params, x, y, *rest, keep=~canary)
         target = sums[int(trainer.parameter)] if isinstance(sums, list) else sums[trainer.parameter]
         column = target.view(target.shape[0], -1)[:, trainer.index]
-        seen.append((before, column.clone(), canary.sum(dim=1)))
+        noise = torch.full_like(column, math.nan)
+        seen.append((before, column.clone(), canary.sum(dim=1), noise))
         column += torch.as_tensor(signs, dtype=column.dtype, device=column.device) * clip * canary.any(dim=1)
+        current.update(target=target, noise=noise)
         return sums, norms
 
-    module.clipped_gradient_sum = wrapped
+    def noised(grad, generator, std, lot_size):
+        # the noise the trainer adds on coordinate j (its release less the sum it noised), for the networks of
+        # this slice of the target parameter's gradients
+        out = original_noised(grad, generator, std, lot_size)
+        target = current.get("target")
+        if target is not None and grad.untyped_storage().data_ptr() == target.untyped_storage().data_ptr():
+            first = (grad.storage_offset() - target.storage_offset()) // target.stride(0)
+            j = trainer.index
+            added = out.reshape(out.shape[0], -1)[:, j].double() * lot_size - grad.reshape(grad.shape[0], -1)[:, j].double()
+            current["noise"][first:first + len(out)] = added.to(current["noise"].dtype)
+        return out
+
+    module.clipped_gradient_sum, module.noised_average = wrapped, noised
     try:
         yield
     finally:
-        module.clipped_gradient_sum = original
+        module.clipped_gradient_sum, module.noised_average = original, original_noised
 
 
 def releases(trainer: Trainer, x, y, batch, signs, clip: float, marker: float, subtract_real: bool):
     """Train `batch` with the canary (network b's at signs[b] * clip); the adversary's view of every step's
     release on coordinate j, -m (theta_t - theta_{t-1}) / lr, less the real rows' clipped sum there where
-    `subtract_real`: (B, steps); and the canary's count in every step's lot (B, steps)."""
+    `subtract_real`: (B, steps); the canary's count in every step's lot and the noise the trainer added on j
+    (B, steps) each."""
     seen: list = []
     with dirac_canary(trainer, signs, clip, marker, seen):
         final = trainer.train(x, y, batch)
-    values = torch.stack([v for v, _, _ in seen] + [_values(final, trainer)], dim=1).double().cpu().numpy()
+    values = torch.stack([v for v, *_ in seen] + [_values(final, trainer)], dim=1).double().cpu().numpy()
     lr = np.array([h.learning_rate for h in batch.hypers])[:, None]
     o = -(values[:, 1:] - values[:, :-1]) / lr * batch.lot_size
     if subtract_real:
-        o = o - torch.stack([r for _, r, _ in seen], dim=1).double().cpu().numpy()
-    return o, torch.stack([c for _, _, c in seen], dim=1).cpu().numpy()
+        o = o - torch.stack([r for _, r, *_ in seen], dim=1).double().cpu().numpy()
+    counts, noise = (torch.stack([seen_step[k] for seen_step in seen], dim=1).cpu().numpy() for k in (2, 3))
+    return o, counts, noise.astype(np.float64)
 
 
 def train_and_score(trainer: Trainer, x: np.ndarray, y: np.ndarray, hp: DPSGDHyper, runs: int, seed: int, *,
@@ -119,9 +136,9 @@ def train_and_score(trainer: Trainer, x: np.ndarray, y: np.ndarray, hp: DPSGDHyp
     signs = np.repeat([1.0, -1.0], runs)                                      # the first runs "in", the rest "out"
     parts = [releases(trainer, wide, labels, Batch.replications(hp, seeds[s:s + width]), signs[s:s + width],
                       model.clip, seen_marker, q >= 1.0) for s in range(0, len(seeds), width)]
-    o, counts = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    o, counts, noise = (np.concatenate([p[k] for p in parts]) for k in range(3))
     s = np.full(steps, model.clip)
     scores = np.array([step_log_ratios(row, s, -s, q, sigma).sum() for row in o])
     # the canary's +-L is constant: with the real rows' sum subtracted (q = 1) the score is exactly Gaussian
     return Trainings(scores[:runs], scores[runs:], steps, q, 1.0, math.nan, exact=q >= 1.0,
-                     seen=StepObservations(o, counts, signs))
+                     seen=StepObservations(o, counts, signs, noise))

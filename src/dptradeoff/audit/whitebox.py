@@ -69,15 +69,16 @@ class Trainings:
     seen: object = None      # composed.StepObservations: every step's release, the canary's count in its lot, the sign
 
 
-def canary_datasets(x: np.ndarray, y: np.ndarray, canary_norm: float = CANARY_NORM):
+def canary_datasets(x: np.ndarray, y: np.ndarray, canary_norm: float = CANARY_NORM, copies: int = 1):
     """(x with an extra all-zero column and the canary row appended, y_in, y_out): the canary is the last
-    row, its only feature the extra column; y_in labels it +1, y_out -1 (labels y in {-1, +1})."""
+    row, its only feature the extra column; y_in labels it +1, y_out -1 (labels y in {-1, +1}). `copies` > 1
+    plants a sampler bug: the canary's row is drawn `copies` times as often as the others."""
     x = np.asarray(x, dtype=np.float32)
-    wide = np.zeros((len(x) + 1, x.shape[1] + 1), np.float32)
-    wide[:-1, :-1] = x
-    wide[-1, -1] = canary_norm
+    wide = np.zeros((len(x) + copies, x.shape[1] + 1), np.float32)
+    wide[:len(x), :-1] = x
+    wide[len(x):, -1] = canary_norm
     y = np.asarray(y, dtype=np.float64)
-    return wide, np.append(y, 1.0), np.append(y, -1.0)
+    return wide, np.append(y, [1.0] * copies), np.append(y, [-1.0] * copies)
 
 
 def canary_contribution(loss: str, w: np.ndarray, label: float, clip: float, canary_norm: float) -> np.ndarray:
@@ -111,16 +112,18 @@ def releases(weights: np.ndarray, first_moments: np.ndarray | None, hp: DPSGDHyp
 
 
 def train_and_score(x, y, loss: str, optimizer: str, hp: DPSGDHyper, runs: int, rng: np.random.Generator, *,
-                    model: DPSGDHyper | None = None, canary_norm: float | None = None, chunk: int = 100) -> Trainings:
+                    model: DPSGDHyper | None = None, canary_norm: float | None = None, chunk: int = 100,
+                    copies: int = 1) -> Trainings:
     """`runs` trainings on D_in and `runs` on D_out with hyperparameters `hp`, each scored by the adversary,
     who assumes the mechanism `model` states (default: hp's own clipping norm and noise; an audit of a
-    planted bug trains with one and assumes the other)."""
+    planted bug trains with one and assumes the other). `copies` > 1 plants the sampler bug of
+    `canary_datasets`: the lots count every copy as the canary."""
     from .composed import StepObservations
 
     model = model or hp
     canary_norm = canary_norm or canary_norm_for(model, optimizer, len(y) + 1)   # the adversary chooses it
-    wide, y_in, y_out = canary_datasets(x, y, canary_norm)
-    n = len(y_in)
+    wide, y_in, y_out = canary_datasets(x, y, canary_norm, copies)
+    n = len(y_in) - copies + 1      # the rows the accountant counts: the data and one canary
     steps, q, sigma = hp.steps(n), hp.lot_size / n, 2.0 * model.clip * model.noise
     checkpoints = np.arange(1, steps + 1)
     # per run: the states of every step (weights, moments, the step before), its lots and noise: ~MEMORY at most
@@ -139,7 +142,7 @@ def train_and_score(x, y, loss: str, optimizer: str, hp: DPSGDHyper, runs: int, 
             parts.append(step_log_ratios(o, s_in, s_out, q, sigma).sum(axis=0))
             full = -2.0 * model.clip * canary_norm / math.hypot(canary_norm, 1.0)
             clipped.append(np.isclose(s_in - s_out, full, rtol=1e-12, atol=0.0))
-            counts = (lots == n - 1).sum(axis=2)                        # (runs, steps): the canary is the last row
+            counts = (lots >= len(y_in) - copies).sum(axis=2)          # (runs, steps): the canary is the last row(s)
             sign = np.sign(s_in if name == "in" else s_out).T           # its contribution's sign, from the model
             seen.append(StepObservations(o.T, counts, sign, noise[..., -2]))   # the canary's coordinate's noise
         scores[name] = np.concatenate(parts)
