@@ -95,10 +95,23 @@ RESUME_BUGS = {
     "resume: MOASHA trains new configurations to max_t": [("src/dptradeoff/peers/moasha.py", "axis: rungs[0]}",
                                                            "axis: rungs[-1]}")],
 }
+COMPOSED = "src/dptradeoff/audit/composed.py"
+AUDIT_BUGS = {
+    "audit: the step's sensitivity taken as c, not 2 c": [(COMPOSED, "noise_std / (2 * contribution)",
+                                                          "noise_std / contribution")],
+    "audit: the noise bounded from below, not above": [(COMPOSED, "stats.chi2.ppf(alpha, len(noise)",
+                                                        "stats.chi2.ppf(1 - alpha, len(noise)")],
+    "audit: a lot's copies of the canary counted as one": [(COMPOSED, "/ self.counts[hit]", "/ 1")],
+    "audit: the lots' canary counts not the trained lots": [("src/dptradeoff/audit/whitebox.py",
+                                                            "counts = (lots >= len(y_in) - copies).sum(axis=2)",
+                                                            "counts = (lots >= len(y_in) - 1).sum(axis=2)")],
+}
 BUGS.update(ANSWER_BUGS)
 BUGS.update(RESUME_BUGS)
+BUGS.update(AUDIT_BUGS)
 BUG_FILES = {name: ANSWERS for name in ANSWER_BUGS}   # a bug's own tests, where they are not FILES
 BUG_FILES.update({name: ["tests/test_resume.py"] for name in RESUME_BUGS})
+BUG_FILES.update({name: ["tests/test_audit_composed.py"] for name in AUDIT_BUGS})
 
 
 def planted(tree: Path, changes: list[tuple[str, str, str]]) -> None:

@@ -70,9 +70,11 @@ class StepObservations:
 
     def contributions(self) -> np.ndarray:
         """The signed releases of the steps that drew the canary, less the trainer's recorded noise where it
-        recorded it (the release is the audited number; a wrong record only adds spread, which the t bound pays)."""
+        recorded it (the release is the audited number; a wrong record only adds spread, which the t bound pays),
+        per copy of the canary in the lot."""
         drawn = self.releases if self.noise is None else self.releases - self.noise
-        return (drawn * self._signs())[self.counts > 0]
+        hit = self.counts > 0
+        return (drawn * self._signs())[hit] / self.counts[hit]     # per copy, where a lot drew it more than once
 
     def _signs(self) -> np.ndarray:
         return np.broadcast_to(np.asarray(self.signs, float).reshape(len(self.releases), -1), self.releases.shape)
