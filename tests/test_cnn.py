@@ -13,13 +13,14 @@ from torch.nn import functional as F
 
 from dptradeoff.expost import ml, ml_tasks
 from dptradeoff.privacy import dpsgd
+from dptradeoff.seeds import seed_sequence, torch_generator
 from dptradeoff.train import batch, cnn
 from dptradeoff.train.hyper import DPSGDHyper
 
 
 def _net(seed=0, dtype=torch.float64):
     model = cnn.Net()
-    cnn.init_params(model, torch.Generator().manual_seed(seed))
+    cnn.init_params(model, torch_generator(seed_sequence(seed)))
     return model.to(dtype)
 
 

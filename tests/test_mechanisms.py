@@ -21,6 +21,7 @@ import torch
 from scipy import stats
 
 from dptradeoff.privacy import dpsgd
+from dptradeoff.seeds import seed_sequence, torch_generator
 from dptradeoff.train import batch as batch_module
 from dptradeoff.train import cnn, linear, mlp
 from dptradeoff.train.batch import Batch
@@ -169,7 +170,7 @@ def _mlp_data(n, seed=0):
 def _mlp_reference(x, y, arch, optimizer, hp, seed, lots, draws):
     """Paper 001 Alg. 3/4 for one MLP in float64, with the given lots and standard normal draws:
     g = (clipped sum + 2 L z draw) / m for every tensor, then SGD, or Adam with both moments of g."""
-    params = [p.double()[None] for p in mlp.init_params(mlp.ARCHITECTURES[arch], torch.Generator().manual_seed(seed), "cpu")]
+    params = [p.double()[None] for p in mlp.init_params(mlp.ARCHITECTURES[arch], torch_generator(seed_sequence(seed)), "cpu")]
     mu, nu = [torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params]
     xs, ys = torch.as_tensor(x, dtype=torch.float64), torch.as_tensor(y)
     clip = torch.tensor([hp.clip], dtype=torch.float64)

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from .hyper import DPSGDHyper
+from ..seeds import entropy_words, seed_sequence, torch_generator
 
 
 def device() -> torch.device:
@@ -65,16 +66,16 @@ class Batch:
         return self.hypers[0].steps(n)
 
     @property
-    def stream_seeds(self) -> tuple[int, int]:
-        """The seeds of the batch's two streams (lots; noise and dropout): a function of every network's
-        seed, in order."""
-        state = np.random.SeedSequence([s % 2**63 for s in self.seeds]).generate_state(2, np.uint64)
-        return int(state[0] % 2**62), int(state[1] % 2**62)
+    def stream_seeds(self) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+        """The seed sequences of the batch's two streams (lots; noise and dropout): a function of every
+        network's seed, in order, each seed's 64 bits kept (`seeds.entropy_words`)."""
+        lots, noise = np.random.SeedSequence(entropy_words(s % 2**64 for s in self.seeds)).spawn(2)
+        return lots, noise
 
     def streams(self, dev) -> tuple[object, torch.Generator]:
         """The lots' source (`draw_lots`) and the device generator of the noise and dropout draws."""
         lots, noise = self.stream_seeds
-        return lot_source(lots, dev), torch.Generator(device=dev).manual_seed(noise)
+        return lot_source(lots, dev), torch_generator(noise, dev)
 
     def column(self, values, dev) -> torch.Tensor:
         """Per-network numbers as a float32 (B,) tensor on the device."""
@@ -93,12 +94,13 @@ class Batch:
         return self.column([2.0 * h.clip * h.noise for h in self.hypers], dev)
 
 
-def lot_source(seed: int, dev):
+def lot_source(seed, dev):
     """Where a batch's lots come from (module docstring): numpy's Generator on a CPU, a torch generator on
-    any other device."""
+    any other device; `seed` an int or a SeedSequence."""
+    sequence = seed if isinstance(seed, np.random.SeedSequence) else seed_sequence(seed)
     if torch.device(dev).type == "cpu":
-        return np.random.default_rng(seed)
-    return torch.Generator(device=dev).manual_seed(seed)
+        return np.random.default_rng(sequence)
+    return torch_generator(sequence, dev)
 
 
 def draw_lots(source, width: int, n: int, m: int, dev) -> torch.Tensor:

@@ -30,6 +30,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .batch import Batch, device, draw_lots, noised_average, parts, per_network
+from ..seeds import seed_sequence, torch_generator
 from .hyper import DPSGDHyper
 from .mlp import _dense, _weight_sums
 
@@ -87,7 +88,7 @@ def init_batch(seeds, dev) -> dict[str, torch.Tensor]:
     nets = []
     for s in seeds:
         model = Net()
-        init_params(model, torch.Generator().manual_seed(int(s)))
+        init_params(model, torch_generator(seed_sequence(s)))
         nets.append(dict(model.named_parameters()))
     return {k: torch.stack([net[k].detach() for net in nets]).to(dev) for k in NAMES}
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from .batch import Batch, device, draw_lots, noised_average, parts, per_network
+from ..seeds import seed_sequence, torch_generator
 from .hyper import ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, DPSGDHyper
 
 __all__ = ["ARCHITECTURES", "Batch", "device", "train", "train_batch", "accuracy", "accuracies", "logits"]
@@ -38,7 +39,8 @@ def init_params(sizes, generator: torch.Generator, dev) -> list[torch.Tensor]:
 
 def init_batch(sizes, seeds, dev) -> list[torch.Tensor]:
     """Every network initialised from its own seed (as `init_params`), stacked: (B, out, in) and (B, out)."""
-    nets = [init_params(sizes, torch.Generator().manual_seed(int(s)), "cpu") for s in seeds]
+    nets = [init_params(sizes, torch_generator(seed_sequence(s)), "cpu")
+            for s in seeds]
     return [torch.stack(tensors).to(dev) for tensors in zip(*nets)]
 
 
