@@ -106,12 +106,26 @@ AUDIT_BUGS = {
                                                             "counts = (lots >= len(y_in) - copies).sum(axis=2)",
                                                             "counts = (lots >= len(y_in) - 1).sum(axis=2)")],
 }
+SECURE_BUGS = {
+    "secure release: lots from the SplitMix64 stream": [(LINEAR, "(rng.integers(0, n - k) if secure else _below(state, n - k))",
+                                                         "_below(state, n - k)")],
+    "secure release: the linear noised sum not snapped": [(LINEAR, "        if secure and grid > 0.0:",
+                                                           "        if False:")],
+    "secure release: the MLP's noise from torch's float32 stream": [
+        ("src/dptradeoff/train/batch.py", "        if self.secure is not None:\n            return self.secure, SecureNoise(self.secure)",
+         "        if False:\n            return self.secure, SecureNoise(self.secure)")],
+    "secure release: the trials' generator seeded by PCG64": [("src/dptradeoff/release/run.py",
+                                                              "        return secure_random.generator()",
+                                                              "        return np.random.default_rng()")],
+}
 BUGS.update(ANSWER_BUGS)
 BUGS.update(RESUME_BUGS)
 BUGS.update(AUDIT_BUGS)
 BUG_FILES = {name: ANSWERS for name in ANSWER_BUGS}   # a bug's own tests, where they are not FILES
 BUG_FILES.update({name: ["tests/test_resume.py"] for name in RESUME_BUGS})
 BUG_FILES.update({name: ["tests/test_audit_composed.py"] for name in AUDIT_BUGS})
+BUGS.update(SECURE_BUGS)
+BUG_FILES.update({name: ["tests/test_secure_release.py"] for name in SECURE_BUGS})
 
 
 def planted(tree: Path, changes: list[tuple[str, str, str]]) -> None:

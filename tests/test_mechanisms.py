@@ -238,7 +238,7 @@ def _mlp_noise_errors(monkeypatch):
     seen = []
     mlp.train_batch(x, y, "mlp2", "sgd", batch, checkpoint=lambda e, ps: seen.append([p.cpu().clone() for p in ps]))
     assert len(seen) == steps, f"{len(seen)} steps (checkpoints), the accountant counts {steps}"
-    path = [mlp.init_batch(mlp.ARCHITECTURES["mlp2"], batch.seeds, "cpu")] + seen
+    path = [mlp.init_batch(mlp.ARCHITECTURES["mlp2"], batch, "cpu")] + seen
     errors = []
     for b, hp in enumerate(batch.hypers):
         sigma = hp.learning_rate * 2 * hp.clip * hp.noise / hp.lot_size

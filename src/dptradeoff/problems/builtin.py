@@ -9,6 +9,7 @@ import numpy as np
 from ..privacy import dpsgd, svt as svt_privacy
 from ..privacy.accountant import Accountant
 from ..privacy.events import OutputPerturbationDpEvent, SparseVectorDpEvent
+from ..secure_random import is_secure
 from ..train import svt as svt_utility
 from ..train.hyper import DPSGDHyper
 from .oracle import Data, Oracle, majority_share
@@ -163,7 +164,7 @@ class MLPDPSGD(DPSGD):
         from ..train import mlp
 
         return mlp.train(data.x_train, data.y_train, self.architecture, self.optimizer, self.hyper(point),
-                         int(rng.integers(0, 2**62)))
+                         int(rng.integers(0, 2**62)), secure=rng if is_secure(rng) else None)
 
     def score(self, model, data):
         from ..train import mlp

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import UserError, __version__, paths
+from .. import UserError, __version__, paths, secure_random
 from ..io import atomic_path, write_frame
 from ..privacy.accountant import Accountant
 from ..problems.evaluate import load_data, seedable
@@ -49,8 +49,10 @@ RANDOMNESS = {
     "config-seed": "every draw (K, the candidates drawn, DP-SGD's lots and noise, the score noise) derives from the "
                    "config's seed, so anyone holding the config and the data can replay it: an experiment, not a "
                    "release (set release.randomness: os)",
-    "os": "the selection's draws come from a generator seeded with 128 bits of OS entropy, not recorded (numpy's "
-          "PCG64: not a cryptographic generator, and floating-point noise is not hardened)",
+    "os": "the selection's and the trainings' draws (K, the candidates drawn, the lots, the noise, the initialisation, "
+          "the score noise) come from ChaCha20 keyed with 256 bits of OS entropy, not recorded; the built-in "
+          "trainers' noise is float64 and their releases coarser than its sampler's output (docs/release.md); the "
+          "row roles (tuning, training, validation) are the config seed's, as the tuning study's",
 }
 
 
@@ -221,9 +223,7 @@ def _quiet_trials(settings: ReleaseSettings):
 
 def _selection_rng(settings: ReleaseSettings, *names) -> np.random.Generator:
     if settings.randomness == "os":
-        import secrets
-
-        return np.random.default_rng(secrets.randbits(128))
+        return secure_random.generator()
     return derived_rng(settings.seed, *names)
 
 

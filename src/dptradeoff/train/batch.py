@@ -39,6 +39,8 @@ class Batch:
     """B networks' hyperparameters and seeds; they must share the lot size and the step count on n rows."""
     hypers: tuple[DPSGDHyper, ...]
     seeds: tuple[int, ...]
+    secure: np.random.Generator | None = None   # a release's cryptographic generator (`secure_random`): every
+                                                # draw (initialisation, lots, noise) from it, the seeds unused
 
     def __post_init__(self):
         if len(self.hypers) != len(self.seeds) or not self.hypers:
@@ -72,10 +74,18 @@ class Batch:
         lots, noise = np.random.SeedSequence(entropy_words(s % 2**64 for s in self.seeds)).spawn(2)
         return lots, noise
 
-    def streams(self, dev) -> tuple[object, torch.Generator]:
-        """The lots' source (`draw_lots`) and the device generator of the noise and dropout draws."""
+    def streams(self, dev) -> tuple[object, object]:
+        """The lots' source (`draw_lots`) and the source of the noise (`noised_average`) and dropout draws: the
+        device generator, or for a secure batch its cryptographic generator (`SecureNoise`)."""
+        if self.secure is not None:
+            return self.secure, SecureNoise(self.secure)
         lots, noise = self.stream_seeds
         return lot_source(lots, dev), torch_generator(noise, dev)
+
+    def uniform_source(self, index: int):
+        """Where network `index`'s initialisation draws come from (`uniform`): its seed's generator, or the
+        batch's cryptographic generator."""
+        return self.secure if self.secure is not None else torch_generator(seed_sequence(self.seeds[index]))
 
     def column(self, values, dev) -> torch.Tensor:
         """Per-network numbers as a float32 (B,) tensor on the device."""
@@ -107,7 +117,7 @@ def draw_lots(source, width: int, n: int, m: int, dev) -> torch.Tensor:
     """(width, m) row indices on the device: each row m distinct indices of [0, n), a uniform m-subset
     (module docstring)."""
     if isinstance(source, np.random.Generator):
-        return torch.from_numpy(np.stack([source.choice(n, m, replace=False) for _ in range(width)]))
+        return torch.from_numpy(np.stack([source.choice(n, m, replace=False) for _ in range(width)])).to(dev)
     keys = torch.randint(0, 2**62, (width, n), generator=source, device=dev)
     return keys.topk(m, dim=1, sorted=False).indices
 
@@ -126,8 +136,32 @@ def parts(width: int, dev) -> list[slice]:
     return [slice(None)]
 
 
-def noised_average(grad: torch.Tensor, generator: torch.Generator, std: torch.Tensor, lot_size: int) -> torch.Tensor:
+def noised_average(grad: torch.Tensor, generator, std: torch.Tensor, lot_size: int) -> torch.Tensor:
     """(clipped sum + N(0, std_b^2) per coordinate) / m for every network b, in a fresh tensor: the release
-    of a DP-SGD step (one normal draw of the stacked tensor's shape)."""
+    of a DP-SGD step (one normal draw of the stacked tensor's shape, from the device generator or a
+    `SecureNoise`)."""
+    if isinstance(generator, SecureNoise):
+        return generator.noised_average(grad, std, lot_size)
     noise = torch.randn(grad.shape, generator=generator, device=grad.device, dtype=grad.dtype)
     return noise.mul_(per_network(std, noise)).add_(grad).div_(lot_size)
+
+
+@dataclass(frozen=True)
+class SecureNoise:
+    """A release's noise (`secure_random`): float64 normals from the cryptographic generator (numpy's ziggurat
+    on 53-bit uniforms, no cap in the tails), added to the clipped sum in float64, and only the noised
+    average rounded to the trainer's float32: the released number's grid is 2^29 times coarser than the
+    sampler's, so its output pattern does not show through."""
+    rng: np.random.Generator
+
+    def noised_average(self, grad: torch.Tensor, std: torch.Tensor, lot_size: int) -> torch.Tensor:
+        noise = torch.from_numpy(self.rng.standard_normal(tuple(grad.shape))).to(grad.device)
+        noised = noise.mul_(per_network(std.double(), noise)).add_(grad.double()).div_(lot_size)
+        return noised.to(grad.dtype)
+
+
+def uniform(shape, source) -> torch.Tensor:
+    """U[0, 1) float32 draws of `shape` on the CPU from a torch generator or a numpy Generator."""
+    if isinstance(source, np.random.Generator):
+        return torch.from_numpy(source.random(tuple(shape))).float()
+    return torch.rand(shape, generator=source)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from ..secure_random import SNAP, is_secure
 from .hyper import ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, DPSGDHyper
 
 LOSSES = ("logistic", "hinge", "squared")
@@ -188,7 +189,7 @@ def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None, checkpo
                            np.arange(n, dtype=np.uint32), np.array([rng.integers(2**64, dtype=np.uint64)]), {})
     common = (*rows, d, norms, np.asarray(y, dtype=np.float64), LOSSES.index(loss), optimizer == "adam",
               steps, m, hp.clip, hp.noise, hp.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, runs,
-              start.splitmix[0], rng)
+              start.splitmix[0], rng, is_secure(rng))
     if checkpoints is None:
         return _kernel(*common, record, lots, noise), lots, noise
     if start.weights.shape != (runs, d + 1 + BLOCK) or len(start.permutation) != n:
@@ -289,14 +290,17 @@ def _add(i, c, g, dense, indptr, indices, values):
 
 @numba.njit(**_FAST)
 def _step(t, wr, mu, nu, g, perm, state, rows, d, limit, y, loss, adam, m, clip, z, lr, beta1, beta2, kappa, rng,
-          record, lot_out, noise_out):
+          secure, record, lot_out, noise_out):
     """Step t (1-based) of one replication with weights wr and Adam moments mu, nu: a fresh lot from
-    the SplitMix64 stream `state`, clipped gradients, N(0, (2 L z)^2) noise from rng, the update."""
+    the SplitMix64 stream `state`, clipped gradients, N(0, (2 L z)^2) noise from rng, the update. With
+    `secure` (a release's cryptographic rng, `secure_random`), the lot is drawn from rng too and each noised
+    sum is snapped to a grid of 2^-32 noise deviations (SNAP): what a step releases then carries none of the
+    floating-point pattern of the sampler's output, the gaps the known attacks read."""
     n = len(y)
     # Partial Fisher-Yates: each perm[k] is uniform over the not-yet-chosen perm[k:], so perm[:m] is
     # a uniform m-subset, whatever order earlier steps (of this replication or another) left perm in.
     for k in range(m):
-        j = k + _below(state, n - k)
+        j = k + (rng.integers(0, n - k) if secure else _below(state, n - k))
         perm[j], perm[k] = perm[k], perm[j]
     if record:
         lot_out[:] = perm[:m]
@@ -313,11 +317,15 @@ def _step(t, wr, mu, nu, g, perm, state, rows, d, limit, y, loss, adam, m, clip,
         c = np.copysign(min(abs(c), limit[i]), c)  # c min(1, L / ||c x_i||)
         _add(i, c, g, *rows)
         g[d] += c
+    grid = 2.0 * clip * z * SNAP
     for f in range(d + 1):
         e = 2.0 * clip * z * rng.standard_normal()
         if record:
             noise_out[f] = e
-        g[f] = (g[f] + e) / m
+        if secure and grid > 0.0:
+            g[f] = np.round((g[f] + e) / grid) * grid / m
+        else:
+            g[f] = (g[f] + e) / m
     if adam:
         mu[:] = beta1 * mu + (1 - beta1) * g[:d + 1]
         nu[:] = beta2 * nu + (1 - beta2) * g[:d + 1] ** 2
@@ -328,7 +336,7 @@ def _step(t, wr, mu, nu, g, perm, state, rows, d, limit, y, loss, adam, m, clip,
 
 @numba.njit(**_FAST)
 def _kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, clip, z, lr,
-            beta1, beta2, kappa, runs, seed, rng, record, lots, noise):
+            beta1, beta2, kappa, runs, seed, rng, secure, record, lots, noise):
     """Weights (runs, d + 1) of `runs` replications, one after the other, from the arguments `_train`
     builds: each replication's draws follow the one before's in the two streams."""
     rows = (dense, indptr, indices, values)
@@ -341,13 +349,14 @@ def _kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, c
         mu[:], nu[:] = 0.0, 0.0
         for t in range(1, steps + 1):
             _step(t, w[r], mu, nu, g, perm, state, rows, d, limit, y, loss, adam, m, clip, z, lr, beta1, beta2,
-                  kappa, rng, record, lots[r, t - 1] if record else lots[0, 0], noise[r, t - 1] if record else noise[0, 0])
+                  kappa, rng, secure, record, lots[r, t - 1] if record else lots[0, 0],
+                  noise[r, t - 1] if record else noise[0, 0])
     return w[:, :d + 1].copy()
 
 
 @numba.njit(**_FAST)
 def _trace_kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, clip, z, lr,
-                  beta1, beta2, kappa, runs, seed, rng, checkpoints, lots, noise, moments, start, w, mu, nu, perm,
+                  beta1, beta2, kappa, runs, seed, rng, secure, checkpoints, lots, noise, moments, start, w, mu, nu, perm,
                   state):
     """Weights (len(checkpoints), runs, d + 1) after each checkpoint step: the replications advance
     together, step by step, so the draws of the first T steps are the same whatever the total, and
@@ -365,7 +374,7 @@ def _trace_kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps
     for t in range(start + 1, steps + 1):
         for r in range(runs):
             _step(t, w[r], mu[r], nu[r], g, perm, state, rows, d, limit, y, loss, adam, m, clip, z, lr, beta1, beta2,
-                  kappa, rng, record, lots[r, t - 1] if record else spare_lot,
+                  kappa, rng, secure, record, lots[r, t - 1] if record else spare_lot,
                   noise[r, t - 1] if record else spare_noise)
         while c < len(checkpoints) and checkpoints[c] == t:
             out[c] = w[:, :d + 1]

@@ -18,8 +18,7 @@ import math
 import numpy as np
 import torch
 
-from .batch import Batch, device, draw_lots, noised_average, parts, per_network
-from ..seeds import seed_sequence, torch_generator
+from .batch import Batch, device, draw_lots, noised_average, parts, per_network, uniform
 from .hyper import ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, DPSGDHyper
 
 __all__ = ["ARCHITECTURES", "Batch", "device", "train", "train_batch", "accuracy", "accuracies", "logits"]
@@ -27,20 +26,21 @@ __all__ = ["ARCHITECTURES", "Batch", "device", "train", "train_batch", "accuracy
 ARCHITECTURES = {"mlp1": (784, 1000, 10), "mlp2": (784, 128, 64, 10)}
 
 
-def init_params(sizes, generator: torch.Generator, dev) -> list[torch.Tensor]:
-    """One network, PyTorch's default nn.Linear initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for W and b."""
+def init_params(sizes, generator, dev) -> list[torch.Tensor]:
+    """One network, PyTorch's default nn.Linear initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for W and b,
+    from a torch generator or a numpy Generator (`batch.uniform`)."""
     params = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
         bound = 1.0 / math.sqrt(fan_in)
-        params.append((torch.rand(fan_out, fan_in, generator=generator) * 2 - 1).mul_(bound).to(dev))
-        params.append((torch.rand(fan_out, generator=generator) * 2 - 1).mul_(bound).to(dev))
+        params.append((uniform((fan_out, fan_in), generator) * 2 - 1).mul_(bound).to(dev))
+        params.append((uniform((fan_out,), generator) * 2 - 1).mul_(bound).to(dev))
     return params
 
 
-def init_batch(sizes, seeds, dev) -> list[torch.Tensor]:
-    """Every network initialised from its own seed (as `init_params`), stacked: (B, out, in) and (B, out)."""
-    nets = [init_params(sizes, torch_generator(seed_sequence(s)), "cpu")
-            for s in seeds]
+def init_batch(sizes, batch: Batch, dev) -> list[torch.Tensor]:
+    """Every network initialised from its own source (`Batch.uniform_source`, as `init_params`), stacked:
+    (B, out, in) and (B, out)."""
+    nets = [init_params(sizes, batch.uniform_source(i), "cpu") for i in range(batch.width)]
     return [torch.stack(tensors).to(dev) for tensors in zip(*nets)]
 
 
@@ -113,7 +113,7 @@ def train_batch(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, batch: 
     xs = torch.as_tensor(np.array(x, dtype=np.float32), device=dev)
     ys = torch.as_tensor(np.asarray(y, dtype=np.int64), device=dev)
     n, m, width = len(xs), batch.lot_size, batch.width
-    params = init_batch(ARCHITECTURES[arch], batch.seeds, dev)
+    params = init_batch(ARCHITECTURES[arch], batch, dev)
     mu = [torch.zeros_like(p) for p in params]
     nu = [torch.zeros_like(p) for p in params]
     lots, stream = batch.streams(dev)
@@ -144,11 +144,13 @@ def train_batch(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, batch: 
 
 
 def train(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, hp: DPSGDHyper, seed: int,
-          checkpoint=None) -> list[torch.Tensor]:
+          checkpoint=None, secure: np.random.Generator | None = None) -> list[torch.Tensor]:
     """One network: `train_batch` of width 1, its parameters unstacked (W (out, in), b (out) per layer).
-    `checkpoint(epoch, params)` sees the unstacked parameters after every epoch."""
+    `checkpoint(epoch, params)` sees the unstacked parameters after every epoch. With `secure` (a release's
+    cryptographic generator) every draw comes from it (`Batch.secure`)."""
     watch = None if checkpoint is None else (lambda epoch, params: checkpoint(epoch, [p[0] for p in params]))
-    return [p[0] for p in train_batch(x, y, arch, optimizer, Batch.replications(hp, [seed]), watch)]
+    batch = Batch((hp,), (int(seed),), secure)
+    return [p[0] for p in train_batch(x, y, arch, optimizer, batch, watch)]
 
 
 def _stacked(params):
