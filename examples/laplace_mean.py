@@ -54,6 +54,27 @@ class ClampedLaplaceMean(Oracle):
         released = np.clip(values, point["lower"], point["upper"]).mean() + rng.laplace(0.0, point["scale"])
         return float(max(0.0, 1.0 - abs(released - values.mean()) / 100.0))
 
+    # A release of the mean (docs/release.md): the "model" is the released number, scored against the true
+    # mean of the rows it is scored on (values clamped to [0, 100], so one row moves the score by <= 1/rows).
+    def event(self, point, *, n):
+        from dptradeoff.privacy.events import EpsilonDpEvent
+
+        return EpsilonDpEvent(self.epsilon(point, n=n, delta=0.0))
+
+    def calibrate(self, point, *, n, epsilon, delta):
+        return {**point, "scale": (point["upper"] - point["lower"]) / (n * epsilon)}
+
+    def train(self, point, data, rng):
+        values = self._values(data)
+        return float(np.clip(values, point["lower"], point["upper"]).mean() + rng.laplace(0.0, point["scale"]))
+
+    def score(self, model, data):
+        truth = np.clip(np.asarray(data.x_test, dtype=float)[:, 0], 0.0, 100.0).mean()
+        return float(max(0.0, 1.0 - abs(model - truth) / 100.0))
+
+    def weights(self, model):
+        return {"mean": np.array([model])}
+
     @staticmethod
     def expected_utility(point, values: np.ndarray) -> float:
         """E[utility] in closed form (the floor at 0 ignored: P(|noise| > 100) <= exp(-10) in the domain)."""

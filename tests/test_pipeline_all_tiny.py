@@ -100,7 +100,7 @@ def test_the_release(work):
 
     record = json.loads((work / "results/release/adult-logreg-sgd/release.json").read_text())
     assert record["guarantee"]["epsilon"] <= 1.0 and record["guarantee"]["delta"] == 1e-5
-    assert 0 < record["eps0"] < record["guarantee"]["epsilon"] and 0.5 < record["test_accuracy"] <= 1
+    assert 0 < record["eps0"] < record["guarantee"]["epsilon"] and 0.5 < record["test_utility"] <= 1
     assert record["tuning"]["problem"] == "adult-logreg-sgd-tuning"
     assert "4341 of 21707 training rows (given up" in record["tuning"]["rows"]
     assert "13893 training + 3473 validation" in record["private_rows"]

@@ -65,7 +65,7 @@ def test_a_problem_on_your_own_csv_runs_to_its_release_and_rebuilds_when_the_csv
     # the release, its private rows those of the file outside the tuning split
     record = json.loads((work / "results/release/income-logreg/release.json").read_text())
     assert record["guarantee"]["epsilon"] <= 4.0 and record["test_rows"] == ROWS // 5
-    assert "your file data/adult-income.csv" in record["private_rows"] and 0 <= record["test_accuracy"] <= 1
+    assert "your file data/adult-income.csv" in record["private_rows"] and 0 <= record["test_utility"] <= 1
     assert np.load(work / "results/release/income-logreg/model.npz")["weights_bias_last"].shape == (8,)
     assert {"total epsilon", "test accuracy"} <= set(read(str(work / "tables/release-income-logreg.csv"))["quantity"])
     assert (work / "tables/audit-income-logreg.csv").exists() and (work / "figures/front-income-logreg.pdf").exists()

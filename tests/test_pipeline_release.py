@@ -55,7 +55,7 @@ def test_the_opacus_example_is_released_from_its_tuning_front(run_snakemake, tmp
     assert guarantee["neighbouring"].startswith("add/remove-one (Opacus's relation)")
     assert 0 < record["eps0"] < record["trial_epsilon"] < guarantee["epsilon"]
     assert record["tuning"]["problem"] == "opacus-cnn-tuning" and "given up" in record["tuning"]["how"]
-    assert 0 <= record["test_accuracy"] <= 1 and record["test_rows"] == 100
+    assert 0 <= record["test_utility"] <= 1 and record["test_rows"] == 100
     released = record["released"]["hyperparameters"]
     assert released["epochs"] in (2, 3) and released["noise"] > 0
     # the released noise is what makes the training eps0-DP on the private training rows (300 of the 400 kept)

@@ -156,6 +156,6 @@ def test_a_seeded_release_keeps_k_and_its_run_time_in_a_labelled_private_diagnos
     diagnostics = json.loads(written[paths.ReleaseFiles("mine").diagnostics])
     assert diagnostics["trials_run"] == 2 and diagnostics["seconds"] > 0
     assert diagnostics["keep_private"].startswith("NOT covered")
-    assert 0 <= diagnostics["reference_without_private_tuning"]["test_accuracy"] <= 1
+    assert 0 <= diagnostics["reference_without_private_tuning"]["test_utility"] <= 1
     record = written[paths.ReleaseFiles("mine").record]
     assert b"trials_run" not in record and b"diagnostics.json: keep that file private" in record

@@ -51,7 +51,7 @@ def release_command(args) -> None:
     print("hyperparameters: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                           for k, v in record["released"]["hyperparameters"].items()))
     print(f"eps0 (one trial's training alone, not the guarantee): {record['eps0']:.4g}")
-    print(f"test accuracy (measured on {record['test_rows']} test rows, not covered): {record['test_accuracy']:.4f}")
+    print(f"test {record['utility']} (measured on {record['test_rows']} test rows, not covered): {record['test_utility']:.4f}")
     print(f"{guarantee['not_covered']}")
     kept = ("; diagnostics.json holds K, the run time and a non-private reference: keep it private"
             if record["diagnostics"] is not None else "")

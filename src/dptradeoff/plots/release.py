@@ -20,21 +20,21 @@ def release_figure(record: dict, out: str, config: str) -> None:
         ax.step(eps, util, where="post", color="0.4", lw=1.5,
                 label=f"tuning front ({record['tuning']['problem']}: tuning rows, not protected)")
         ax.scatter(eps, util, s=10, color="0.4")
-    total, eps0, accuracy = record["guarantee"]["epsilon"], record["eps0"], record["test_accuracy"]
-    ax.plot([eps0, total], [accuracy, accuracy], color="C3", lw=1, ls=":")
-    ax.scatter([total], [accuracy], color="C3", marker="*", s=140, zorder=3,
+    total, eps0, measured = record["guarantee"]["epsilon"], record["eps0"], record["test_utility"]
+    ax.plot([eps0, total], [measured, measured], color="C3", lw=1, ls=":")
+    ax.scatter([total], [measured], color="C3", marker="*", s=140, zorder=3,
                label=f"released model at its total ε = {total:.3g} (the guarantee, tuning included)")
-    ax.scatter([eps0], [accuracy], facecolors="white", edgecolors="C3", marker="o", s=60, zorder=3,
+    ax.scatter([eps0], [measured], facecolors="white", edgecolors="C3", marker="o", s=60, zorder=3,
                label=f"the same model at ε0 = {eps0:.3g} (one trial's training alone: not the guarantee)")
     best = front["best_utility_at_total"]
     if math.isfinite(best):
         ax.scatter([total], [best], color="C0", marker="D", s=45, zorder=3,
                    label=f"front's best at ε ≤ {total:.3g}: {best:.3f} (tuning not counted)")
-        ax.annotate("", xy=(total, accuracy), xytext=(total, best),
+        ax.annotate("", xy=(total, measured), xytext=(total, best),
                     arrowprops=dict(arrowstyle="->", color="C0", lw=1))
     ax.set_xscale("log")
     ax.set_xlabel("ε")
-    ax.set_ylabel("accuracy (release: test rows; front: tuning held-out rows)")
+    ax.set_ylabel(f"{record['utility']} (release: test rows; front: tuning held-out rows)")
     ax.legend(fontsize=6, loc="lower right", framealpha=0.85)
     caption = (f"Releasing {record['problem']} at total (ε, δ) = ({total:.3g}, {record['guarantee']['delta']:g}): "
                f"the price of private tuning.")
@@ -58,10 +58,10 @@ def release_table(record: dict, config: str) -> tuple[pd.DataFrame, str]:
          "front points nearest the total epsilon (and their perturbations)" if record["candidates_beat_trivial_predictor"]
          else "the whole front, nearest the total epsilon: no front point beat the trivial predictor (a short tuning study)"),
         ("score noise sd", record["score"]["noise_sd"],
-         f"Gaussian, on the accuracy over {record['score']['validation_rows']} validation rows (sensitivity 1/{record['score']['validation_rows'] - 1})"),
+         f"Gaussian, on the {record['utility']} over {record['score']['validation_rows']} validation rows (sensitivity 1/{record['score']['validation_rows'] - 1})"),
         ("released hyperparameters", hyper, "covered by the total (the selection's output)"),
         ("released training epsilon", released["training_epsilon"], "its training alone, at delta: NOT the guarantee"),
-        ("test accuracy", record["test_accuracy"], f"measured once on {record['test_rows']} test rows: not covered by the total"),
+        (f"test {record['utility']}", record["test_utility"], f"measured once on {record['test_rows']} test rows: not covered by the total"),
         ("front's best utility at epsilon <= total", record["front"]["best_utility_at_total"],
          "tuning front (tuning rows' held-out part), its tuning not counted in its epsilon"),
         ("front's best utility at epsilon <= eps0", record["front"]["best_utility_at_eps0"], "the same front at eps0"),

@@ -6,7 +6,7 @@ Roles of the data (each stated in every output):
   problem on public data): not protected, not counted;
 - private rows: the rest of the training rows, split by a seeded permutation into training rows (every
   trial trains on them) and validation rows (every trial's DP score): protected by the total;
-- test rows: the dataset's test split, touched once, by the released model: its accuracy is a
+- test rows: the dataset's test split, touched once, by the released model: its utility is a
   measurement, not covered by the total (publish it only if the test rows are public).
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .trainers import calibrated, check_releasable, oracle_target, training_even
 
 log = logging.getLogger(__name__)
 
-NOT_COVERED = ("not covered by the total: the test accuracy (measured on the test rows) and everything about the "
+NOT_COVERED = ("not covered by the total: the test utility (measured on the test rows) and everything about the "
                "tuning rows; the bound assumes the number of trials K stays hidden: {where}")
 KEEPING_K = {
     "config-seed": "this experiment keeps K, the run time (which reveals K) and a non-private reference apart, in "
@@ -81,11 +81,12 @@ def private_data(problem: Problem, settings: ReleaseSettings, data_dir: str = pa
                         f"validation row; choose a share between {2 / n:.3g} and {1 - 1 / n:.3g}.")
     order = derived_rng(settings.seed, "release-validation", settings.problem).permutation(n)
     val, train = np.sort(order[:n_val]), np.sort(order[n_val:])
-    training = replace(data, x_train=data.x_train[train], y_train=data.y_train[train])
-    validation = replace(data, x_test=data.x_train[val], y_test=data.y_train[val])
+    labels = data.y_train is not None   # a dataset of features only (a statistic's release) has none
+    training = replace(data, x_train=data.x_train[train], y_train=data.y_train[train] if labels else None)
+    validation = replace(data, x_test=data.x_train[val], y_test=data.y_train[val] if labels else None)
     return PrivateData(training, validation, data,
                        f"{data.source_label}; private rows: {len(train)} training + {n_val} validation; "
-                       f"test rows: {len(data.y_test)}")
+                       f"test rows: {len(data.x_test)}")
 
 
 def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.DataFrame, settings: ReleaseSettings,
@@ -106,7 +107,7 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
                     "run a longer tuning study for better ones", tuning_problem.name, floor)
     points, values, origins = candidate_points.choose(front, problem, settings.epsilon, settings.candidates,
                                                       derived_rng(settings.seed, "release-candidates", problem.name))
-    n_train, n_val = private.training.n_train, len(private.validation.y_test)
+    n_train, n_val = private.training.n_train, len(private.validation.x_test)
     plan = accounting.plan(points, lambda p: training_event(problem, p, n_train), total=settings.epsilon,
                            delta=settings.delta, eta=settings.selection.eta, mean_trials=settings.selection.mean_trials,
                            score_noise=settings.score_noise, validation_rows=n_val, accountant=accountant,
@@ -121,17 +122,18 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
     def trial(rng):
         chosen = plan.candidates[int(rng.integers(len(plan.candidates)))]
         model = oracle.train(chosen.point, private.training, rng)
-        accuracy = float(oracle.score(model, private.validation))
-        if not 0 <= accuracy <= 1:
-            raise UserError(f"The score() of {problem.name}'s oracle returned {accuracy}; it must be an accuracy in "
-                            f"[0, 1] (its sensitivity, 1/validation rows, is what the score's noise is calibrated to).")
-        return accuracy + rng.normal(0.0, settings.score_noise), (chosen, model)
+        score = float(oracle.score(model, private.validation))
+        if not 0 <= score <= 1:
+            raise UserError(f"The score() of {problem.name}'s oracle returned {score}; it must be its utility "
+                            f"({problem.utility}) in [0, 1], a mean over the validation rows (its sensitivity, "
+                            f"1/validation rows, is what the score's noise is calibrated to).")
+        return score + rng.normal(0.0, settings.score_noise), (chosen, model)
 
     with _quiet_trials(settings):
         selected = random_stopping(trial, settings.selection.eta, settings.selection.mean_trials,
                                    _selection_rng(settings, "release-selection", problem.name))
     chosen, model = selected.output
-    test_accuracy = float(oracle.score(model, private.test))
+    test_utility = float(oracle.score(model, private.test))
     front_eps, front_util = front["epsilon"].to_numpy(), front["utility"].to_numpy()
     record = {
         "problem": problem.name,
@@ -161,8 +163,9 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
         "released": {"hyperparameters": chosen.point, "training_epsilon": chosen.training_epsilon,
                      "origin": chosen.origin, "front_epsilon": chosen.front_epsilon,
                      "front_utility": chosen.front_utility, "noisy_validation_score": selected.score},
-        "test_accuracy": test_accuracy,
-        "test_rows": len(private.test.y_test),
+        "utility": problem.utility,
+        "test_utility": test_utility,
+        "test_rows": len(private.test.x_test),
 
         "front": {"epsilon": front_eps.tolist(), "utility": front_util.tolist(),
                   "best_utility_at_total": _best_at(front_eps, front_util, plan.total_epsilon),
@@ -182,14 +185,14 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
                             "never written under release.randomness: os",
             "trials_run": selected.trials, "seconds": time.perf_counter() - start,
             "reference_without_private_tuning": reference}
-    log.info("%s: released %s; test accuracy %.4f", problem.name, chosen.point, test_accuracy)
+    log.info("%s: released %s; test %s %.4f", problem.name, chosen.point, problem.utility, test_utility)
     return record
 
 
 def reference_without_private_tuning(points, problem: Problem, private: PrivateData, settings: ReleaseSettings,
                                      accountant: Accountant, rng) -> dict:
     """What tuning without accounting for it gives on the same rows: every candidate trained once with
-    its noise calibrated to the *total* epsilon, the best by exact validation accuracy, tested once.
+    its noise calibrated to the *total* epsilon, the best by exact validation score, tested once.
     NOT private (the selection reads the validation rows without noise and its epsilon leaves the
     tuning out): a diagnostic for the price of private tuning, never released."""
     n_train = private.training.n_train
@@ -204,11 +207,11 @@ def reference_without_private_tuning(points, problem: Problem, private: PrivateD
         if best is None or accuracy > best[0]:
             best = (accuracy, found[0], model)
     if best is None:
-        return {"test_accuracy": math.nan, "hyperparameters": None, "validation_accuracy": math.nan}
-    return {"test_accuracy": float(oracle.score(best[2], private.test)), "hyperparameters": best[1],
-            "validation_accuracy": best[0], "trainings": len(points),
+        return {"test_utility": math.nan, "hyperparameters": None, "validation_utility": math.nan}
+    return {"test_utility": float(oracle.score(best[2], private.test)), "hyperparameters": best[1],
+            "validation_utility": best[0], "trainings": len(points),
             "what": "NOT private: each candidate trained once at the total epsilon, the best by exact validation "
-                    "accuracy; its epsilon leaves the tuning out. A diagnostic, never released"}
+                    "score; its epsilon leaves the tuning out. A diagnostic, never released"}
 
 
 @contextlib.contextmanager

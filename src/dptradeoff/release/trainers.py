@@ -4,7 +4,8 @@
                                           (privacy/events.py; dp_accounting's classes are the same), or
                                           its description {"event": class name, field: value}
     train(point, data, rng) -> model     one training on data.x_train / data.y_train
-    score(model, data) -> float          the model's accuracy on data.x_test / data.y_test, in [0, 1]
+    score(model, data) -> float          the model's utility on data.x_test (and data.y_test, where the data have
+                                          labels), in [0, 1]: a mean over the rows (sensitivity 1/rows)
     weights(model) -> dict of arrays     optional: what is saved (a torch module's state_dict by default)
     calibrate(point, *, n, epsilon, delta) -> point
                                           optional: the point with its privacy parameter set so that its
@@ -32,7 +33,7 @@ NOMINAL_ROWS = 1_000_000
 
 REQUIRED = {"event": "event(point, *, n) returning the training's DpEvent",
             "train": "train(point, data, rng) returning the trained model",
-            "score": "score(model, data) returning the model's accuracy on data.x_test/data.y_test"}
+            "score": "score(model, data) returning the model's utility (a mean over data.x_test's rows) in [0, 1]"}
 
 
 def oracle_target(problem: Problem):
