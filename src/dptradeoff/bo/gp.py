@@ -57,16 +57,27 @@ TF_START_UP_NOISE = ("cuda", "cuDNN", "cuBLAS", "cuFFT", "absl::InitializeLog", 
 IMPORT_LOCK = threading.RLock()
 
 
+_configured = False
+
+
 def backend():
-    """GPflow and TensorFlow, imported once per process (seconds), quietly, on one thread."""
+    """GPflow and TensorFlow, imported once per process (seconds), quietly, and made to compute the same bits
+    whatever the machine's load: one intra-op and one inter-op thread (set before the runtime starts), op
+    determinism on, and oneDNN's custom kernels off (TensorFlow warns that they change results by the order
+    of their floating-point sums). A chain's proposals then replay bit for bit (tests/test_gp.py)."""
+    global _configured
     with IMPORT_LOCK:
         import os
         import sys
 
-        if "tensorflow" not in sys.modules:
+        if not _configured:
             os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+            if "tensorflow" not in sys.modules:
+                os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+            else:
+                log.warning("TensorFlow was imported before dptradeoff configured it: its thread pools and oneDNN "
+                            "kernels may make GP fits differ in the last bits under load, and chains may not replay")
             with native_stderr_filtered(TF_START_UP_NOISE):
-                import gpflow  # noqa: F401
                 import tensorflow as tf
 
                 tf.get_logger().setLevel("ERROR")
@@ -75,6 +86,9 @@ def backend():
                     tf.config.threading.set_inter_op_parallelism_threads(1)
                 except RuntimeError:
                     pass
+                tf.config.experimental.enable_op_determinism()
+                import gpflow  # noqa: F401
+            _configured = True
         import gpflow
         import tensorflow as tf
     return gpflow, tf

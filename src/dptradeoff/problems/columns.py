@@ -8,7 +8,7 @@ EVALUATION_COLUMNS = frozenset({
     "problem", "method", "run", "index", "epsilon", "delta", "conversion", "neighbouring", "utility", "error",
     "utility_min", "utility_max", "utility_runs", "repeats", "failure", "seed", "batch_seed", "seedable", "trace_final",
     "trace_points", "cost_epochs", "cost_examples", "wall_seconds", "data_source", "source_label", "package_version",
-    "segment_start", "replayed",
+    "segment_start", "replayed", "device",
 })
 # What a chain's proposals and rounds add (bo/propose.py, bo/chain_round.py, peers/base.py, bo/surfaces.py).
 PROPOSAL_COLUMNS = frozenset({

@@ -208,7 +208,7 @@ def evaluate(problem: Problem, points: pd.DataFrame, data: Data | None, repeats:
                 "utility_max": float(np.max(values)) if failure is None else math.nan,
                 "utility_runs": [float(u) for u in values], "repeats": repeats, "failure": failure, "seed": seed,
                 "batch_seed": batch_seed, "seedable": seedable(problem), **cost,
-                "segment_start": reached, "replayed": replayed,
+                "segment_start": reached, "replayed": replayed, "device": training_device(oracle),
                 "data_source": data.source if data else oracle.own_data,
                 "source_label": source_label(problem, data),
                 "package_version": __version__,
@@ -247,3 +247,13 @@ def cost_columns(checkpoints: list, kept: list[int], n: int | None, repeats: int
                      "cost_examples": epochs * n * repeats if n is not None else math.nan,
                      "wall_seconds": wall * share})
     return rows
+
+
+def training_device(oracle) -> str:
+    """Where the oracle trains: "cpu", or the CUDA device's name for an oracle that `uses_gpu` on a machine with
+    one (its lots and noise come from the device's generators: the same seed draws other numbers there)."""
+    if not getattr(oracle, "uses_gpu", False):
+        return "cpu"
+    import torch
+
+    return f"cuda ({torch.cuda.get_device_name()})" if torch.cuda.is_available() else "cpu"
