@@ -15,7 +15,7 @@ from scipy import special, stats
 from dptradeoff import UserError
 from dptradeoff.audit import blackbox
 from dptradeoff.audit.bounds import gdp_epsilon
-from dptradeoff.audit.one_run import one_run_ceiling, one_run_epsilon, p_value
+from dptradeoff.audit.one_run import fdp_one_run_epsilon, one_run_ceiling, one_run_epsilon, p_value
 from dptradeoff.problems import get_problem
 from dptradeoff.problems.oracle import Data
 
@@ -80,6 +80,20 @@ def test_the_one_run_bound_reproduces_the_published_code():
     # audit_results.json): 500 canaries, 100 guesses all right, delta 1e-5, at 95 % and 99 %.
     assert one_run_ceiling(100, 500, 1e-5) == pytest.approx(3.4791953936219215, abs=1e-8)
     assert one_run_ceiling(100, 500, 1e-5, 0.99) == pytest.approx(3.023197554051876, abs=1e-8)
+
+
+def test_the_fdp_one_run_bound_reproduces_jax_privacy():
+    # google-deepmind/jax_privacy's auditing._epsilon_one_run_fdp (commit 03a095e), run out of tree on these counts
+    # (its brentq stops at xtol 1e-6)
+    for (v, r, m, delta, confidence), published in {
+            (100, 100, 1000, 1e-5, 0.95): 5.549027999942941, (150, 200, 1000, 1e-5, 0.95): 1.2969160950579592,
+            (1000, 1000, 1000, 1e-5, 0.95): 12.334570155595598, (1400, 2000, 10000, 1e-5, 0.95): 1.0894630515366406,
+            (45, 50, 100, 1e-3, 0.95): 1.9413899653964655, (64, 100, 500, 1e-5, 0.95): 0.3058231413388268,
+            (600, 600, 1000, 1e-5, 0.99): 8.419954682825256}.items():
+        assert fdp_one_run_epsilon(v, r, m, delta, confidence) == pytest.approx(published, abs=2e-6)
+    # chance-level guessing rejects nothing; the f-DP bound is never below Steinke's on these counts
+    assert fdp_one_run_epsilon(50, 100, 1000, 1e-5) == 0.0
+    assert fdp_one_run_epsilon(150, 200, 1000, 1e-5) > one_run_epsilon(150, 200, 1000, 1e-5)
 
 
 @pytest.mark.parametrize("epsilon, r, m, delta", [(0.5, 100, 1000, 0.0), (1.0, 100, 1000, 1e-5), (2.0, 300, 500, 1e-5),

@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import UserError
 from . import bounds
-from .one_run import CONFIDENCE, one_run_epsilon
+from .one_run import CONFIDENCE, fdp_one_run_epsilon, one_run_epsilon
 
 REPLACE_ONE, ADD_REMOVE = "replace-one", "add/remove-one"
 FILLERS = ("original", "copy")
@@ -60,6 +60,7 @@ class AuditResult:
     neighbouring: str        # REPLACE_ONE or ADD_REMOVE: how a canary's slot is left when it is out
     detail: str
     training_rows: int | None = None   # one-run: the rows the training had (the proven epsilon is at that n)
+    epsilon_lb_fdp: float | None = None   # one-run: the f-DP bound of the same guesses (`one_run.fdp_one_run_epsilon`)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -91,7 +92,8 @@ def one_run(target, point: dict, data, rng: np.random.Generator, *, canaries: in
                        delta, relation,
                        f"{int(included.sum())} of {m} canaries in; {k_in} guessed in (lowest losses), {r - k_in} "
                        f"out (highest): {correct} of {r} right; {trained.n_train} training rows",
-                       training_rows=trained.n_train)
+                       training_rows=trained.n_train,
+                       epsilon_lb_fdp=fdp_one_run_epsilon(correct, r, m, delta, confidence))
 
 
 def many_runs(target, point: dict, data, rng: np.random.Generator, *, runs: int = 100, delta: float,

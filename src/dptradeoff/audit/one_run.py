@@ -81,3 +81,49 @@ def _counts(correct, guesses, canaries) -> tuple[int, int, int]:
         raise UserError(f"A one-run audit needs 0 <= correct <= guesses <= canaries (whole numbers, canaries >= 1), "
                         f"got correct={correct}, guesses={guesses}, canaries={canaries}.")
     return v, r, m
+
+
+def gdp_counts_excess(correct: int, guesses: int, canaries: int, mu: float, level: float) -> float:
+    """Mahloujifar, Melis & Chaudhuri, "Auditing f-differential privacy in one run" (2024, arXiv 2410.22235):
+    how far `correct` right of `guesses` guesses among `canaries` canaries lie beyond what a mu-GDP training
+    makes likely at significance `level`; positive: mu-GDP is rejected.
+
+    Their bound follows the expected shares of right (r) and wrong (h) guesses that a mu-GDP training can
+    reach, given that the last guesses to turn right are bounded by the trade-off curve: from the level's
+    share of each, one right guess at a time, h rises to the trade-off's inverse blow-up of r,
+    Phi(Phi^-1(r) - mu), and r by the share that rise buys of the guesses still open. The observed counts are
+    rejected when the reachable shares fall short of guesses / canaries."""
+    right = level * correct / canaries
+    wrong = level * (guesses - correct) / canaries
+    for still_open in range(correct - 1, -1, -1):
+        raised = max(wrong, float(stats.norm.cdf(stats.norm.ppf(right) - mu)))
+        if raised == wrong:     # a fixed point: neither share can move again
+            break
+        right = min(1.0, right + still_open / (guesses - still_open) * (raised - wrong))
+        wrong = raised
+    return right + wrong - guesses / canaries
+
+
+def fdp_one_run_epsilon(correct: int, guesses: int, canaries: int, delta: float,
+                        confidence: float = CONFIDENCE) -> float:
+    """The f-DP one-run bound (`gdp_counts_excess`): the largest epsilon whose mu-GDP mechanism (the mu that is
+    (epsilon, delta)-DP, `bounds.gdp_mu`) the counts reject at `confidence`; 0 where even mu = 0 is not
+    rejected. Its statement is about the Gaussian family: the training's trade-off curve is not that of any
+    mu-GDP mechanism with a smaller epsilon at delta, the shape DP-SGD's own analyses give it. Checked against
+    google-deepmind/jax_privacy's `auditing._epsilon_one_run_fdp` (tests/test_audit_blackbox.py)."""
+    from .bounds import gdp_mu
+
+    v, r, m = _counts(correct, guesses, canaries)
+    if not 0 <= delta < 1 or not 0 < confidence < 1:
+        raise UserError(f"A one-run audit needs delta in [0, 1) and confidence in (0, 1), got {delta}, {confidence}.")
+    level = 1 - confidence
+
+    def excess(eps):
+        return gdp_counts_excess(v, r, m, gdp_mu(eps, delta) if eps > 0 else 0.0, level)
+
+    if excess(0.0) <= 0:
+        return 0.0
+    low, high = 0.0, 1.0
+    while excess(high) > 0:
+        low, high = high, 2 * high
+    return float(optimize.brentq(excess, low, high, xtol=1e-9, rtol=1e-12))
