@@ -44,7 +44,7 @@ from . import bounds
 
 ASSUMPTION = ("assumes the accountant's model: each step's lot and noise fresh given the past, Gaussian noise, "
               "the canary's contribution the same at every step that draws it")
-VALUE_INTERVAL = 1e-2   # the PLD grid at T steps is VALUE_INTERVAL / T: optimistic rounding lowers epsilon by <= ~VALUE_INTERVAL
+VALUE_INTERVAL = 1e-2   # the PLD grid at T steps: VALUE_INTERVAL / T, so optimistic rounding lowers epsilon by <= ~VALUE_INTERVAL
 
 
 @dataclass(frozen=True)
@@ -141,20 +141,34 @@ def step_bounds(seen: StepObservations, confidence: float = bounds.CONFIDENCE) -
                       int(seen.counts.max()))
 
 
+MAX_STEPS = 1000         # steps composed at most: fewer steps than the training's bound it from below (the adversary
+                         # may ignore the rest), at a cost the audit of any front point can pay
+GRID_POINTS = 1e6        # the PLD's grid over one step's privacy losses (12 noise deviations either side)
+
+
+def steps_composed(steps: int) -> int:
+    return min(int(steps), MAX_STEPS)
+
+
 def composed_epsilon(rate: float, contribution: float, noise_std: float, steps: int, delta: float,
                      optimistic: bool = True) -> float:
     """epsilon at delta of T compositions of the step N(0, s^2) against (1 - q) N(0, s^2) + q N(2 c, s^2)
-    (module doc), by dp_accounting's PLD: rounded down (`optimistic`, a lower estimate) or up (an upper one)."""
+    (module doc), by dp_accounting's PLD: rounded down (`optimistic`, a lower estimate) or up (an upper one).
+    A lower estimate composes at most MAX_STEPS of the T steps, on a grid of VALUE_INTERVAL / T or one
+    GRID_POINTS-th of a step's loss range, whichever is coarser: each only lowers it."""
     from dp_accounting.pld import privacy_loss_distribution
 
     if contribution <= 0 or rate <= 0:
         return 0.0
     if noise_std <= 0:
         return math.inf
+    shift = 2 * contribution / noise_std                       # the step's mu
+    used = steps_composed(steps) if optimistic else int(steps)
+    interval = max(VALUE_INTERVAL / used, (24 * shift + shift**2) / GRID_POINTS)
     pld = privacy_loss_distribution.from_gaussian_mechanism(
-        noise_std / (2 * contribution), sensitivity=1.0, sampling_prob=min(1.0, rate), pessimistic_estimate=not optimistic,
-        value_discretization_interval=VALUE_INTERVAL / max(1, int(steps)), use_connect_dots=not optimistic)
-    return max(0.0, float(pld.self_compose(int(steps)).get_epsilon_for_delta(delta)))
+        1 / shift, sensitivity=1.0, sampling_prob=min(1.0, rate), pessimistic_estimate=not optimistic,
+        value_discretization_interval=interval, use_connect_dots=not optimistic)
+    return max(0.0, float(pld.self_compose(used).get_epsilon_for_delta(delta)))
 
 
 def composed_bound(seen: StepObservations, delta: float, confidence: float = bounds.CONFIDENCE
@@ -162,5 +176,7 @@ def composed_bound(seen: StepObservations, delta: float, confidence: float = bou
     """epsilon_lb of the composed step at its bounds (module doc), and the bounds."""
     found = step_bounds(seen, confidence)
     eps = composed_epsilon(found.rate_lower, found.contribution_lower, found.noise_std_upper, seen.steps, delta)
+    used = steps_composed(seen.steps)
+    composed = f"{seen.steps} steps composed" if used == seen.steps else f"{used} of its {seen.steps} steps composed"
     return bounds.Bound(eps, "composed steps", confidence, delta, len(seen.releases), len(seen.releases),
-                        f"{found.detail()}, {seen.steps} steps composed; {ASSUMPTION}"), found
+                        f"{found.detail()}, {composed}; {ASSUMPTION}"), found
