@@ -105,8 +105,9 @@ def test_each_planted_bug_at_a_subsampled_point_breaks_the_premise_it_breaks(bug
     n = len(y) + 1
     trained = whitebox.train_and_score(x, y, "logistic", "sgd", trained_hp, 150, np.random.default_rng(5),
                                        model=CLAIMED, copies=copies)
-    quoted, steps = composed.composed_bound(trained.seen, DELTA)
-    broken = steps.broken_premises(2 * CLAIMED.clip * CLAIMED.noise, CLAIMED.lot_size / n, CLAIMED.clip)
+    quoted, _ = composed.composed_bound(trained.seen, DELTA)
+    broken = composed.premise_bounds(trained.seen).broken_premises(2 * CLAIMED.clip * CLAIMED.noise,
+                                                                   CLAIMED.lot_size / n, CLAIMED.clip)
     found = {word for word in ("noise", "rate", "contribution") for sentence in broken
              if sentence.startswith({"noise": "the noise", "rate": "lots draw", "contribution": "the canary contributes"}[word])}
     assert found == expected, broken

@@ -88,12 +88,13 @@ class TorchWhiteBox:
 def _quoted(problem, point, n, hp, trained, rng, settings, name, what) -> dict:
     """The row of a white-box audit: the composed-step bound quoted (it assumes the accountant's model), the
     assumption-free Clopper-Pearson bound on the run-level score beside it, and the accountant's premises the
-    step bounds prove broken (`composed.StepBounds.broken_premises`; the canary's contribution is claimed at
-    most the clipping norm)."""
+    step bounds prove broken (`composed.premise_bounds`; the canary's contribution is claimed at most the
+    clipping norm)."""
     from . import composed
 
-    quoted, steps = composed.composed_bound(trained.seen, problem.delta, settings.confidence)
-    broken = steps.broken_premises(2.0 * hp.clip * hp.noise, hp.lot_size / n, hp.clip)
+    quoted, _ = composed.composed_bound(trained.seen, problem.delta, settings.confidence)
+    strict = composed.premise_bounds(trained.seen, settings.confidence)
+    broken = strict.broken_premises(2.0 * hp.clip * hp.noise, hp.lot_size / n, hp.clip)
     other = bounds.clopper_pearson(trained.scores_in, trained.scores_out, problem.delta, settings.confidence, rng)
     return {"epsilon": problem.oracle.epsilon(point, n=n, delta=problem.delta), "epsilon_lb": quoted.epsilon_lb,
             "estimator": quoted.estimator, "confidence": settings.confidence, "delta": problem.delta, "audit": name,
