@@ -1,6 +1,6 @@
 """What a release under `release.randomness: os` costs (docs/release.md): one release training of each built-in
 trainer with its draws from a seeded generator (PCG64: the lots by SplitMix64 and the noise in float64 for the
-linear trainer, torch's float32 streams for the MLP) and from the cryptographic one (ChaCha20: the lots and the
+linear trainer, torch's float32 streams for the MLP) and from the cryptographic one (AES-128 counter mode: the lots and the
 float64 noise, snapped / rounded, `secure_random`), back to back on the same machine, the median of `--repeats`
 alternating runs each.
 

@@ -20,8 +20,11 @@ def _chacha(key):
     return np.random.Generator(ChaCha(key=key, counter=0, rounds=20))
 
 
-def test_the_secure_generator_is_chacha20_keyed_from_the_os_and_a_seeded_one_is_not_secure():
+def test_the_secure_generator_is_aes_counter_mode_keyed_from_the_os_and_a_seeded_one_is_not_secure():
+    from randomgen import AESCounter
+
     assert secure_random.is_secure(secure_random.generator())
+    assert isinstance(secure_random.generator().bit_generator, AESCounter)
     assert not secure_random.is_secure(np.random.default_rng(1))
     assert not secure_random.is_secure(np.random.Generator(ChaCha(key=1, counter=0, rounds=8)))
     a, b = secure_random.generator(), secure_random.generator()

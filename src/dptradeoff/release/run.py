@@ -50,7 +50,7 @@ RANDOMNESS = {
                    "config's seed, so anyone holding the config and the data can replay it: an experiment, not a "
                    "release (set release.randomness: os)",
     "os": "the selection's and the trainings' draws (K, the candidates drawn, the lots, the noise, the initialisation, "
-          "the score noise) come from ChaCha20 keyed with 256 bits of OS entropy, not recorded; the built-in "
+          "the score noise) come from AES-128 in counter mode keyed with 128 bits of OS entropy, not recorded; the built-in "
           "trainers' noise is float64 and their releases coarser than its sampler's output (docs/release.md); the "
           "row roles (tuning, training, validation) are the config seed's, as the tuning study's",
 }

@@ -66,7 +66,7 @@ class ReleaseSettings:
     score_noise: float       # sd of the Gaussian noise on the validation accuracy
     candidates: CandidateSettings
     seed: int
-    randomness: str = "config-seed"   # or "os": every draw of the selection and its trainings from ChaCha20 keyed by the OS
+    randomness: str = "config-seed"   # or "os": every draw of the selection and its trainings from AES-CTR keyed by the OS
 
     @property
     def tuning_problem(self) -> str:
