@@ -15,6 +15,7 @@ rows of the embedded MNIST, lots of 20, 10 epochs, proven epsilon 4, R trainings
 """
 from __future__ import annotations
 
+
 import argparse
 import math
 import time
@@ -28,6 +29,7 @@ from dptradeoff.privacy import dpsgd
 from dptradeoff.problems import definition, resolve
 from dptradeoff.problems.evaluate import load_data
 from dptradeoff.train.hyper import DPSGDHyper
+from dptradeoff.privacy.accountant import accounting_name  # noqa: E402
 
 DELTA = 1e-5
 TARGETS = (1.0, 2.0, 4.0)
@@ -46,7 +48,7 @@ def main() -> None:
                         help="also audit the planted bugs at a subsampled point with this many runs")
     args = parser.parse_args()
     config = load([])
-    problem = resolve("adult-logreg-sgd", definition(config, "adult-logreg-sgd"), config["privacy"]["conversion"])
+    problem = resolve("adult-logreg-sgd", definition(config, "adult-logreg-sgd"), accounting_name(config["privacy"]))
     data = load_data(problem)
     n = len(data.y_train) + 1          # Adult plus the canary
     rows = [] if args.skip_linear else linear_rows(args, data, n)
@@ -85,7 +87,7 @@ def _row(trainer, n, hp, found_eps, trained, seconds) -> dict:
 def torch_rows(runs: int, config) -> list[dict]:
     from dptradeoff.audit import torch_whitebox
 
-    problem = resolve("mnist-mlp2-sgd", definition(config, "mnist-mlp2-sgd"), config["privacy"]["conversion"])
+    problem = resolve("mnist-mlp2-sgd", definition(config, "mnist-mlp2-sgd"), accounting_name(config["privacy"]))
     data = load_data(problem)
     size, lot, epochs = 200, 20, 10
     n = size + 1

@@ -40,6 +40,7 @@ coverage_new=<x> coverage_old=<y> queries=<n> worst_problem_coverage=<p: x> util
 """
 from __future__ import annotations
 
+
 import argparse
 import os
 import statistics
@@ -60,6 +61,7 @@ from dptradeoff.problems import definition, resolve
 from dptradeoff.problems.evaluate import load_data
 from dptradeoff.problems.tables import read_frame
 from dptradeoff.seeds import rng as derived_rng
+from dptradeoff.privacy.accountant import accounting_name  # noqa: E402
 
 PROBLEMS = ["adult-logreg-sgd", "adult-logreg-adam", "adult-svm-sgd"]
 SEARCH = False   # --search
@@ -82,7 +84,7 @@ def questions(problem, evals, eps_targets: int, utility_targets: int) -> list[tu
 def ask(name: str, config: dict, settings: Settings, retrain: int, eps_targets: int, utility_targets: int) -> list[dict]:
     """One row per question on problem `name`'s chain: its answer's intervals (old, new, new at c = 1), the
     single retrainings and the share of them inside each (utility questions: and the share reaching the target)."""
-    problem = resolve(name, definition(config, name), config["privacy"]["conversion"])
+    problem = resolve(name, definition(config, name), accounting_name(config["privacy"]))
     path = paths.RunFiles(name, paths.DPARETO, 0).evaluations
     if not os.path.exists(path):
         raise SystemExit(f"{path} does not exist; build it first: ./in-env snakemake --cores 2 {path}")

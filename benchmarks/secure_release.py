@@ -12,6 +12,7 @@ training's time over the seeded one's, per trainer.
 """
 from __future__ import annotations
 
+
 import argparse
 import statistics
 import time
@@ -24,6 +25,7 @@ from dptradeoff.problems import definition, resolve
 from dptradeoff.problems.evaluate import load_data
 from dptradeoff.train import linear, mlp
 from dptradeoff.train.hyper import DPSGDHyper
+from dptradeoff.privacy.accountant import accounting_name  # noqa: E402
 
 
 def main() -> None:
@@ -31,8 +33,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     config = load([])
-    adult = load_data(resolve("adult-logreg-sgd", definition(config, "adult-logreg-sgd"), config["privacy"]["conversion"]))
-    digits = load_data(resolve("mnist-mlp2-sgd", definition(config, "mnist-mlp2-sgd"), config["privacy"]["conversion"]))
+    adult = load_data(resolve("adult-logreg-sgd", definition(config, "adult-logreg-sgd"), accounting_name(config["privacy"])))
+    digits = load_data(resolve("mnist-mlp2-sgd", definition(config, "mnist-mlp2-sgd"), accounting_name(config["privacy"])))
     linear_hp, mlp_hp = DPSGDHyper(10, 256, 0.1, 1.0, 1.0), DPSGDHyper(2, 128, 0.1, 1.0, 1.0)
     trainers = {
         "linear": (lambda rng: linear.train(adult.x_train, adult.y_train, "logistic", "sgd", linear_hp, 1, rng),

@@ -9,25 +9,27 @@ from . import UserError
 
 def _epsilon(args) -> None:
     from .privacy import dpsgd
-    from .privacy.accountant import Accountant
-    from .privacy.conversions import conversion_named
+    from .privacy.accountant import accountant_named
 
     run = dpsgd.training_event(args.n, args.lot_size, args.epochs, args.noise)
-    eps = Accountant(conversion_named(args.conversion)).epsilon(run, args.delta)
+    accountant = accountant_named(_accounting(args))
+    eps = accountant.epsilon(run, args.delta)
     print(f"DP-SGD/DP-Adam: n={args.n}, lot size={args.lot_size}, epochs={args.epochs} ({run.count} steps), "
-          f"noise multiplier={args.noise}, delta={args.delta}, conversion={args.conversion}")
+          f"noise multiplier={args.noise}, delta={args.delta}, accountant: {accountant.description}")
     print(eps)
 
 
 def _calibrate(args) -> None:
     from .privacy import dpsgd
 
-    cal = dpsgd.calibrate_noise(args.n, args.lot_size, args.epochs, args.epsilon, args.delta, args.conversion)
+    from .privacy.accountant import accountant_named
+
+    cal = dpsgd.calibrate_noise(args.n, args.lot_size, args.epochs, args.epsilon, args.delta, _accounting(args))
     if cal is None:
         raise UserError(f"No noise multiplier <= {dpsgd.MAX_NOISE:g} makes this run ({args.epsilon}, {args.delta})-DP; "
                         "raise the target epsilon or train fewer epochs.")
     print(f"DP-SGD/DP-Adam: n={args.n}, lot size={args.lot_size}, epochs={args.epochs}, target epsilon={args.epsilon}, "
-          f"delta={args.delta}, conversion={args.conversion}")
+          f"delta={args.delta}, accountant: {accountant_named(_accounting(args)).description}")
     print(f"noise multiplier: {cal.noise}")
     print(cal.epsilon)
 
@@ -74,8 +76,16 @@ def _run_arguments(p) -> None:
     p.add_argument("--lot-size", type=int, required=True, help="lot (mini-batch) size m")
     p.add_argument("--epochs", type=int, required=True)
     p.add_argument("--delta", type=float, required=True)
+    p.add_argument("--accountant", choices=["pld", "rdp"], default="pld",
+                   help="pld: the tight accountant (PLD of the symmetrised sampled-Gaussian pair, docs/accounting.md); "
+                        "rdp: WBK19's RDP bound, converted by --conversion (the papers' accountant)")
     p.add_argument("--conversion", choices=["dp_accounting", "classic"], default="dp_accounting",
-                   help="RDP to (epsilon, delta): dp_accounting's (tighter) or the classic one of the original DPareto code")
+                   help="with --accountant rdp, RDP to (epsilon, delta): dp_accounting's (tighter) or the classic one "
+                        "of the original DPareto code")
+
+
+def _accounting(args) -> str:
+    return "pld" if args.accountant == "pld" else args.conversion
 
 
 def main(argv=None) -> int:

@@ -14,7 +14,7 @@ rule audit:
         evaluations=lambda wildcards: front_evaluations(wildcards.problem),
         points=lambda wildcards: config["audit"].get("points", {}).get(wildcards.problem, []),
         settings=lambda wildcards: {"audit": config["audit"]},
-        conversion=RDP_CONVERSION,
+        conversion=ACCOUNTING,
         seed=config["seed"],
         config_label=config_label(),
     threads: 1

@@ -68,7 +68,7 @@ rule bo_evaluate:
         paths.CHAIN_RUN.evals("{i}"),
     params:
         method=lambda wildcards: chain_method(wildcards.chain).name,
-        conversion=RDP_CONVERSION,
+        conversion=ACCOUNTING,
         problem=lambda wildcards: problem_definition(wildcards.problem),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         batch_size=lambda wildcards: chain_batch_size(wildcards.chain),

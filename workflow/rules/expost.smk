@@ -86,7 +86,7 @@ rule expost_ml_candidates:
     wildcard_constraints:
         dataset="twitter|mnist|gisette",
     params:
-        conversion=RDP_CONVERSION,
+        conversion=PAPER_RDP_CONVERSION,
         expost=config["expost"],
     resources:
         runtime=per_attempt(240),

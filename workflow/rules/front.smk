@@ -15,7 +15,7 @@ rule query:
         target=r"\d+(\.\d+)?(e-?\d+)?",
     params:
         problem=lambda wildcards: problem_definition(wildcards.problem),
-        conversion=RDP_CONVERSION,
+        conversion=ACCOUNTING,
         settings=lambda wildcards: bo_settings(),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         seed=config["seed"],

@@ -38,7 +38,7 @@ rule illustration_evaluate:
     wildcard_constraints:
         design="grid|random",
     params:
-        conversion=RDP_CONVERSION,
+        conversion=ACCOUNTING,
         problem=lambda wildcards: ILLUSTRATIONS[wildcards.example],
         repeats=lambda wildcards: problem_repeats(ILLUSTRATIONS[wildcards.example]),
         seed=config["seed"],

@@ -63,7 +63,7 @@ rule evaluate_batch:
     wildcard_constraints:
         method=r"uniform|grid\d+",
     params:
-        conversion=RDP_CONVERSION,
+        conversion=ACCOUNTING,
         problem=lambda wildcards: problem_definition(wildcards.problem),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         points_per_job=config["random_sampling"]["points_per_job"],
@@ -92,7 +92,7 @@ use rule evaluate_batch as evaluate_random_batch with:
     wildcard_constraints:
         method="random|comparison",
     params:
-        conversion=RDP_CONVERSION,
+        conversion=ACCOUNTING,
         problem=lambda wildcards: problem_definition(wildcards.problem),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         points_per_job=config["random_sampling"]["points_per_job"],

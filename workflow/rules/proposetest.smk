@@ -48,7 +48,7 @@ rule proposetest_adult:
         diagnostics_csv=paths.table("nonprivate/proposetest_adult_diagnostics", "csv"),
         diagnostics_md=paths.table("nonprivate/proposetest_adult_diagnostics", "md"),
     params:
-        conversion=RDP_CONVERSION,
+        conversion=PAPER_RDP_CONVERSION,
         cfg=config["proposetest"]["adult"],
         seed=config["seed"],
         config_label=config_label(),

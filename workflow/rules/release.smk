@@ -12,7 +12,7 @@ rule release:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         tuning=lambda wildcards: problem_definition(release_settings(wildcards).tuning_problem),
         utility_floor=lambda wildcards: problem_settings(release_settings(wildcards).tuning_problem).get("utility_floor"),
-        conversion=RDP_CONVERSION,
+        conversion=ACCOUNTING,
         config_label=config_label(),
     threads: 1
     # K ~ TNB trainings plus the reference's one per candidate: a fixed request (its K is not known

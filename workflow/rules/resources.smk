@@ -48,7 +48,7 @@ def chain_point(wildcards, input):
 
 
 def costliest_point(wildcards, input):
-    problem = resolve(wildcards.problem, problem_definition(wildcards.problem), RDP_CONVERSION)
+    problem = resolve(wildcards.problem, problem_definition(wildcards.problem), ACCOUNTING)
     return pd.DataFrame([resources.costliest_point(problem)])
 
 

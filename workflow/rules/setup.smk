@@ -12,6 +12,7 @@ from dptradeoff import UserError, paths
 from dptradeoff.config import check as check_config, replace_alternatives
 from dptradeoff.data.build import catalog
 from dptradeoff.peers import PEERS
+from dptradeoff.privacy.accountant import accounting_name
 from dptradeoff.problems import PROBLEMS, definition, resolve
 from dptradeoff.release.settings import ReleaseSettings
 from dptradeoff.stats.front_metrics import MetricSettings
@@ -36,9 +37,12 @@ DATASETS = catalog(config["datasets"])
 # go first whenever one is ready, so the independent fan-out fills the cores around the chains
 # instead of a chain running alone at the end of a run.
 CHAIN_PRIORITY = 10
-# How every privacy oracle turns DP-SGD's RDP into (epsilon, delta): dp_accounting's improved
-# conversion, or the classic one the DPareto paper (autodp) used (config/README.md).
-RDP_CONVERSION = config["privacy"]["conversion"]
+# How every DP-SGD privacy oracle accounts (privacy.accountant, config/README.md): "pld", the tight accountant
+# (docs/accounting.md), or under `accountant: rdp` the name of the RDP -> (epsilon, delta) conversion of WBK19's
+# RDP bound (dp_accounting's improved one, or the classic one the DPareto paper (autodp) used).
+ACCOUNTING = accounting_name(config["privacy"])
+# Papers 003 and 004 (propose-test, ex-post tuning) are RDP algorithms: they keep WBK19's RDP, this conversion.
+PAPER_RDP_CONVERSION = config["privacy"]["conversion"]
 # Grid axes: log-spaced where a parameter is searched on a log scale, or linspace (the original).
 GRID_SPACING = config["dpareto"]["grid_spacing"]
 # The release's settings (docs/release.md), or None for a config without `release:`.
@@ -49,7 +53,7 @@ RELEASE_DIAGNOSTICS = RELEASE_SETTINGS is None or RELEASE_SETTINGS.keeps_diagnos
 
 # Every problem this config can name: the built-ins and those its `problems:` entries define
 # (config.check has resolved each definition once already, so these cannot fail).
-KNOWN_PROBLEMS = {**PROBLEMS, **{name: resolve(name, definition(config, name), RDP_CONVERSION)
+KNOWN_PROBLEMS = {**PROBLEMS, **{name: resolve(name, definition(config, name), ACCOUNTING)
                                  for name, settings in config["problems"].items() if "oracle" in settings or "rows" in settings}}
 # Each problem's region of interest (dptradeoff.stats.region): problems.<name>.region, declared or `auto`;
 # unset, a built-in problem's is statistics.region and a problem of your own's is derived (auto).

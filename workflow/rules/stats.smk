@@ -87,7 +87,7 @@ rule front_quality:
         files={p: front_quality_files(p) for p in config["dpareto"]["problems"]},
         definitions={p: problem_definition(p) for p in config["dpareto"]["problems"]},
         utility_floors={p: problem_settings(p).get("utility_floor") for p in config["dpareto"]["problems"]},
-        conversion=RDP_CONVERSION,
+        conversion=ACCOUNTING,
         metrics=METRIC_SETTINGS,
         initial_points=config["dpareto"]["initial_points"],
         config_label=config_label(),

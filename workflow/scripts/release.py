@@ -4,7 +4,7 @@ limit_threads(snakemake.threads)
 
 from dptradeoff import paths  # noqa: E402
 from dptradeoff.privacy.accountant import Accountant  # noqa: E402
-from dptradeoff.privacy.conversions import conversion_named  # noqa: E402
+from dptradeoff.privacy.accountant import accountant_named  # noqa: E402
 from dptradeoff.problems import resolve  # noqa: E402
 from dptradeoff.problems.tables import read_frame  # noqa: E402
 from dptradeoff.release.run import release, write  # noqa: E402
@@ -14,7 +14,7 @@ with rule_context(snakemake, timestamps=False):   # the time between log lines w
     problem = resolve(settings.problem, p.problem, p.conversion)
     tuning = resolve(settings.tuning_problem, p.tuning, p.conversion)
     record = release(problem, tuning, read_frame(snakemake.input.tuning), settings,
-                     Accountant(conversion_named(p.conversion)), utility_floor=p.utility_floor)
+                     accountant_named(p.conversion), utility_floor=p.utility_floor)
     # the diagnostics path too where it is no output (randomness: os): an earlier experiment's file there goes
     write(record, problem, {**paths.ReleaseFiles(settings.problem).files(), **snakemake.output},
           {"config": p.config_label, "tuning": snakemake.input.tuning})

@@ -2,6 +2,7 @@
 (those of every point its study evaluated) or given hyperparameters (audit.study, docs/audit.md)."""
 from __future__ import annotations
 
+
 import dataclasses
 import math
 
@@ -12,6 +13,7 @@ from ..problems import definition, resolve
 from ..problems.evaluate import load_data
 from ..problems.tables import read_frame
 from ..seeds import rng
+from ..privacy.accountant import accounting_name
 from .front import load_study
 
 
@@ -34,7 +36,7 @@ def audit_command(args) -> None:
     from ..stats.tables import write
 
     config = load(args.configfile)
-    problem = resolve(args.problem, definition(config, args.problem), config["privacy"]["conversion"])
+    problem = resolve(args.problem, definition(config, args.problem), accounting_name(config["privacy"]))
     settings = AuditSettings.from_config(config)
     changes = {k: v for k, v in (("runs", args.runs), ("front_points", args.front_points)) if v is not None}
     given = [parse_point(args.point)] if args.point else config.get("audit", {}).get("points", {}).get(args.problem, [])

@@ -4,6 +4,7 @@ its random runs, the chains of every method it ran, grids), each with the method
 query are fitted to the DPareto chain, as the `query` rule's."""
 from __future__ import annotations
 
+
 import math
 import os
 
@@ -13,6 +14,7 @@ from ..problems import definition, resolve
 from ..problems.evaluate import load_data
 from ..problems.tables import read_frame, succeeded
 from ..study import evaluation_files, every_point
+from ..privacy.accountant import accounting_name
 
 GUARANTEE = ("epsilon: computed by the problem's privacy oracle at its delta (a guarantee, as far as the oracle is "
              "correct); utility: a GP prediction, not a guarantee and not a measurement")
@@ -20,7 +22,7 @@ GUARANTEE = ("epsilon: computed by the problem's privacy oracle at its delta (a 
 
 def load_chain(config: dict, name: str, run: int):
     """The problem (as the config defines it), its chain's evaluations and its prepared data."""
-    problem = resolve(name, definition(config, name), config["privacy"]["conversion"])
+    problem = resolve(name, definition(config, name), accounting_name(config["privacy"]))
     path = paths.RunFiles(name, paths.DPARETO, run).evaluations
     if not os.path.exists(path):
         raise UserError(f"{path} does not exist; run `snakemake --cores 2 {path}` (with the study's --configfile) first.")

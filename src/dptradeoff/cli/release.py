@@ -3,17 +3,18 @@ that covers the tuning on the private rows (`release.run`), outside Snakemake. W
 what it writes, states no number of trials and no time."""
 from __future__ import annotations
 
+
 import os
 
 from .. import UserError, paths
 from ..config import load
 from ..privacy.accountant import Accountant
-from ..privacy.conversions import conversion_named
 from ..problems import definition, resolve
 from ..problems.tables import read_frame
 from ..release.run import release, write
 from ..release.settings import ReleaseSettings
 from ..release.trainers import check_releasable
+from ..privacy.accountant import accounting_name
 
 
 def output_folder(problem: str, epsilon: float, delta: float) -> str:
@@ -28,7 +29,7 @@ def release_command(args) -> None:
                                                ("delta", args.delta)) if value is not None}
     config = load(args.configfile, overrides={"release": overrides})
     settings = ReleaseSettings.from_config(config)
-    conversion = config["privacy"]["conversion"]
+    conversion = accounting_name(config["privacy"])
     problem = resolve(settings.problem, definition(config, settings.problem), conversion)
     tuning = resolve(settings.tuning_problem, definition(config, settings.tuning_problem), conversion)
     check_releasable(problem)
@@ -36,7 +37,7 @@ def release_command(args) -> None:
     if not os.path.exists(evaluations):
         raise UserError(f"The tuning front {evaluations} does not exist; build it first with `snakemake --cores 2 "
                         f"{evaluations}` and a --configfile whose release.problem is {settings.problem}.")
-    record = release(problem, tuning, read_frame(evaluations), settings, Accountant(conversion_named(conversion)),
+    record = release(problem, tuning, read_frame(evaluations), settings, accountant_named(conversion),
                      utility_floor=config["problems"].get(settings.tuning_problem, {}).get("utility_floor"))
     folder = args.out or output_folder(settings.problem, settings.epsilon, settings.delta)
     label = f"dptradeoff release --problem {settings.problem} --epsilon {settings.epsilon:g} --delta {settings.delta:g}"

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import UserError
-from . import gaussian, objective_perturbation, output_perturbation, pure, svt, wor_gaussian
+from . import gaussian, objective_perturbation, output_perturbation, pure, svt, wor_gaussian, wor_pld
 from .composition import advanced_composition
 from .conversions import IMPROVED, Conversion
 from .events import (ComposedDpEvent, EpsilonDpEvent, GaussianDpEvent, LaplaceDpEvent, ObjectivePerturbationDpEvent,
@@ -58,22 +58,39 @@ _BASE = [ALL_ORDERS.index(a) for a in ORDERS]   # where ORDERS sit in ALL_ORDERS
 
 @dataclass(frozen=True)
 class Accountant:
-    """epsilon of an event at a delta; RDP converted by `conversion` (dp_accounting's by default)."""
+    """epsilon of an event at a delta by RDP, converted by `conversion` (dp_accounting's by default); a Gaussian
+    on a lot drawn without replacement by WBK19 Thm 27. Its `name` (`privacy.conversion`'s value) is what every
+    evaluation row records in its `conversion` column."""
     conversion: Conversion = IMPROVED
+
+    @property
+    def name(self) -> str:
+        return self.conversion.name
+
+    @property
+    def description(self) -> str:
+        return f"RDP (WBK19 Thm 27 for lots without replacement), {self.conversion.name} conversion"
+
+    def sampled_gaussian_step_rdp(self, q: float, z: float, orders: np.ndarray) -> np.ndarray:
+        """One step's RDP of a Gaussian on a lot of a share q drawn without replacement (replace-one)."""
+        return wor_gaussian.rdp(q, z, orders)
 
     def epsilon(self, event, delta: float) -> float:
         check_event(event)
-        closed_form = _closed_form_epsilon(event, delta)
+        closed_form = self._closed_form(event, delta)
         if closed_form is not None:
             return closed_form
         check_delta(delta)
         return self.epsilon_of_rdp(self.rdp(event, ALL_ORDERS), delta)
 
+    def _closed_form(self, event, delta: float) -> float | None:
+        return _closed_form_epsilon(event, delta)
+
     def epsilon_at_all_orders(self, event, delta: float) -> float:
         """`epsilon`, with RDP converted at the best of ALL_ORDERS: one fixed set of orders, so smooth in the
         noise (for calibration's root finding), and never above `epsilon` (a minimum over more orders)."""
         check_event(event)
-        closed_form = _closed_form_epsilon(event, delta)
+        closed_form = self._closed_form(event, delta)
         if closed_form is not None:
             return closed_form
         check_delta(delta)
@@ -83,7 +100,7 @@ class Accountant:
         """The event's RDP at each order (inf where it has none, e.g. zero noise)."""
         check_event(event)
         with np.errstate(over="ignore", invalid="ignore"):
-            return _rdp(event, np.asarray(orders, dtype=float))
+            return _rdp(event, np.asarray(orders, dtype=float), self)
 
     def epsilon_of_rdp(self, curve: np.ndarray, delta: float) -> float:
         """epsilon of an RDP curve over ALL_ORDERS: at the best order of ORDERS, or of ALL_ORDERS when
@@ -108,6 +125,80 @@ class Accountant:
         eps = np.where(best_base_order >= 96, chosen.min(axis=1), chosen[:, base].min(axis=1))
         out = np.maximum(0.0, eps)
         return np.where(np.isfinite(curves[:, base]).any(axis=1), out, np.inf)
+
+
+@dataclass(frozen=True)
+class PLDAccountant(Accountant):
+    """The tight accountant (`privacy.accountant: pld`, the default): a DP-SGD training -- a Gaussian on lots
+    drawn without replacement, composed -- by the PLD of the symmetrised dominating pair (`wor_pld`, the argument
+    in docs/accounting.md), the full batch by the analytic Gaussian. Where an event needs RDP (a release's random
+    stopping, a composition with other mechanisms) each such step contributes the symmetrised pair's own RDP;
+    the RDP is converted by `conversion`."""
+
+    @property
+    def name(self) -> str:
+        return "pld"
+
+    @property
+    def description(self) -> str:
+        return "PLD of the symmetrised sampled-Gaussian pair (tight, docs/accounting.md)"
+
+    def sampled_gaussian_step_rdp(self, q: float, z: float, orders: np.ndarray) -> np.ndarray:
+        return wor_pld.step_rdp(q, z, orders)
+
+    def _closed_form(self, event, delta: float) -> float | None:
+        training = sampled_gaussian_training(event)
+        if training is None:
+            return _closed_form_epsilon(event, delta)
+        check_delta(delta)
+        q, z, steps = training
+        return wor_pld.epsilon(q, z, steps, delta)
+
+    def epsilon_at_all_orders(self, event, delta: float) -> float:
+        return self.epsilon(event, delta)
+
+
+ACCOUNTANTS = ("pld", "rdp")   # the values `privacy.accountant` takes
+
+
+def accountant_named(name: str) -> Accountant:
+    """The accountant an accounting name gives: "pld" (the tight accountant), or an RDP conversion's name
+    ("dp_accounting", "classic": the RDP accountant with that conversion)."""
+    from .conversions import conversion_named
+
+    return PLDAccountant() if name == "pld" else Accountant(conversion_named(name))
+
+
+def accounting_name(privacy: dict) -> str:
+    """The accounting name of a config's `privacy:` section: "pld" under `accountant: pld`, else the RDP
+    conversion's name."""
+    accountant = privacy.get("accountant", "pld")
+    if accountant not in ACCOUNTANTS:
+        raise UserError(f"privacy.accountant is {accountant!r}; give one of {', '.join(ACCOUNTANTS)} (pld: the tight "
+                        f"accountant, rdp: WBK19's RDP bound with privacy.conversion).")
+    return "pld" if accountant == "pld" else privacy.get("conversion", "dp_accounting")
+
+
+def sampled_gaussian_training(event) -> tuple[float, float, int] | None:
+    """(q, z, steps) of a Gaussian on lots drawn without replacement, run `steps` times (a DP-SGD training), or
+    None for any other event."""
+    count = 1
+    if isinstance(event, SelfComposedDpEvent):
+        event, count = event.event, int(event.count)
+    if not (isinstance(event, SampledWithoutReplacementDpEvent) and isinstance(event.event, GaussianDpEvent)):
+        return None
+    n, lot_size, noise = event.source_dataset_size, event.sample_size, event.event.noise_multiplier
+    _check_sampling(n, lot_size, noise)
+    return lot_size / n, float(noise), count
+
+
+def _check_sampling(n, lot_size, noise) -> None:
+    if not (isinstance(n, (int, np.integer)) and n >= 1):
+        raise UserError(f"The dataset size n must be a positive integer, got {n!r}.")
+    if not (isinstance(lot_size, (int, np.integer)) and 1 <= lot_size <= n):
+        raise UserError(f"The lot size must be an integer between 1 and n = {n}, got {lot_size!r}.")
+    if not noise >= 0:
+        raise UserError(f"The noise multiplier must be >= 0, got {noise!r}.")
 
 
 def check_event(event) -> None:
@@ -212,42 +303,37 @@ def _(event: SelfComposedDpEvent, delta):
 # --- RDP -----------------------------------------------------------------------------------------
 
 @functools.singledispatch
-def _rdp(event, orders: np.ndarray) -> np.ndarray:
+def _rdp(event, orders: np.ndarray, accountant) -> np.ndarray:
     raise _unsupported(event)
 
 
 @_rdp.register
-def _(event: GaussianDpEvent, orders):
+def _(event: GaussianDpEvent, orders, accountant):
     return wor_gaussian.rdp(1.0, event.noise_multiplier, orders)   # sampling everything: alpha / (2 z^2)
 
 
 @_rdp.register
-def _(event: EpsilonDpEvent, orders):
+def _(event: EpsilonDpEvent, orders, accountant):
     return pure.epsilon_dp_rdp(event.epsilon, orders)
 
 
 @_rdp.register
-def _(event: LaplaceDpEvent, orders):
+def _(event: LaplaceDpEvent, orders, accountant):
     return pure.laplace_rdp(event.noise_multiplier, orders)
 
 
 @_rdp.register
-def _(event: SampledWithoutReplacementDpEvent, orders):
+def _(event: SampledWithoutReplacementDpEvent, orders, accountant):
     if not isinstance(event.event, GaussianDpEvent):
         raise _unsupported(event.event)   # Thm 27 is for a Gaussian on the sampled lot
     n, lot_size, noise = event.source_dataset_size, event.sample_size, event.event.noise_multiplier
-    if not (isinstance(n, (int, np.integer)) and n >= 1):
-        raise UserError(f"The dataset size n must be a positive integer, got {n!r}.")
-    if not (isinstance(lot_size, (int, np.integer)) and 1 <= lot_size <= n):
-        raise UserError(f"The lot size must be an integer between 1 and n = {n}, got {lot_size!r}.")
-    if not noise >= 0:
-        raise UserError(f"The noise multiplier must be >= 0, got {noise!r}.")
-    curve = wor_gaussian.rdp(lot_size / n, noise, orders)
+    _check_sampling(n, lot_size, noise)
+    curve = accountant.sampled_gaussian_step_rdp(lot_size / n, noise, orders)
     return np.where(np.isnan(curve), np.inf, curve)
 
 
 @_rdp.register
-def _(event: PoissonSampledDpEvent, orders):
+def _(event: PoissonSampledDpEvent, orders, accountant):
     if not isinstance(event.event, GaussianDpEvent):
         raise _unsupported(event.event)
     import logging
@@ -267,20 +353,20 @@ def _(event: PoissonSampledDpEvent, orders):
 
 
 @_rdp.register
-def _(event: SelfComposedDpEvent, orders):
-    return event.count * _rdp(event.event, orders)
+def _(event: SelfComposedDpEvent, orders, accountant):
+    return event.count * _rdp(event.event, orders, accountant)
 
 
 @_rdp.register
-def _(event: ComposedDpEvent, orders):
-    return sum((_rdp(e, orders) for e in event.events), np.zeros(len(orders)))
+def _(event: ComposedDpEvent, orders, accountant):
+    return sum((_rdp(e, orders, accountant) for e in event.events), np.zeros(len(orders)))
 
 
 @_rdp.register
-def _(event: RandomChoiceDpEvent, orders):
-    return np.max([_rdp(e, orders) for e in event.events], axis=0)
+def _(event: RandomChoiceDpEvent, orders, accountant):
+    return np.max([_rdp(e, orders, accountant) for e in event.events], axis=0)
 
 
 @_rdp.register
-def _(event: RepeatAndSelectDpEvent, orders):
-    return papernot_steinke_rdp(orders, _rdp(event.event, orders), event.shape, event.mean)
+def _(event: RepeatAndSelectDpEvent, orders, accountant):
+    return papernot_steinke_rdp(orders, _rdp(event.event, orders, accountant), event.shape, event.mean)

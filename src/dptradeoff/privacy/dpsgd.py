@@ -18,9 +18,9 @@ import numpy as np
 
 from .. import UserError
 from . import calibration
-from .accountant import ALL_ORDERS, HIGH_ORDERS, ORDERS, Accountant  # noqa: F401 - where callers look for them
+from .accountant import ALL_ORDERS, HIGH_ORDERS, ORDERS, Accountant, accountant_named  # noqa: F401 - where callers look for them
 from .calibration import MAX_NOISE, MIN_NOISE, Calibration  # noqa: F401 - where callers look for them
-from .conversions import CONVERSIONS as _CONVERSIONS, conversion_named
+from .conversions import CONVERSIONS as _CONVERSIONS
 from .conversions import improved_conversion  # noqa: F401 - where callers look for it
 from .events import GaussianDpEvent, SampledWithoutReplacementDpEvent, SelfComposedDpEvent
 
@@ -43,17 +43,17 @@ def _event_of_steps(n: int, lot_size: int, num_steps: int, noise: float) -> Self
     return SelfComposedDpEvent(SampledWithoutReplacementDpEvent(n, lot_size, GaussianDpEvent(noise)), num_steps)
 
 
-def epsilon(n: int, lot_size: int, epochs: int, noise: float, delta: float, conversion: str = "dp_accounting") -> float:
+def epsilon(n: int, lot_size: int, epochs: int, noise: float, delta: float, conversion: str = "pld") -> float:
     """(epsilon, delta)-DP of a DP-SGD/DP-Adam run: n examples, lots of m, `epochs` epochs, noise multiplier z."""
     event = training_event(n, lot_size, epochs, noise)
-    return Accountant(conversion_named(conversion)).epsilon(event, delta)
+    return accountant_named(conversion).epsilon(event, delta)
 
 
 def calibrate_noise(n: int, lot_size: int, epochs: int, eps: float, delta: float,
-                    conversion: str = "dp_accounting") -> Calibration | None:
+                    conversion: str = "pld") -> Calibration | None:
     """The noise multiplier z at which a run is (eps, delta)-DP, and `epsilon()` at that z
     (`calibration.calibrate_noise`); None when even z = MAX_NOISE does not reach eps."""
-    accountant = Accountant(conversion_named(conversion))
+    accountant = accountant_named(conversion)
     num_steps = steps(n, lot_size, epochs)
     return calibration.calibrate_noise(accountant, lambda z: _event_of_steps(n, lot_size, num_steps, z), eps, delta,
                                        root=_root)
@@ -69,4 +69,4 @@ def rdp_curve(n: int, lot_size: int, noise: float, num_steps: int, orders=ORDERS
 
 def convert_curves(curves: np.ndarray, delta: float, conversion: str) -> np.ndarray:
     """epsilon of many runs at once from their RDP curves (N, len(ALL_ORDERS)) (`Accountant.epsilons_of_rdp`)."""
-    return Accountant(conversion_named(conversion)).epsilons_of_rdp(curves, delta)
+    return accountant_named(conversion).epsilons_of_rdp(curves, delta)

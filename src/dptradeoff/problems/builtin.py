@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..privacy import dpsgd, svt as svt_privacy
-from ..privacy.accountant import Accountant
+from ..privacy.accountant import Accountant, PLDAccountant
 from ..privacy.events import OutputPerturbationDpEvent, SparseVectorDpEvent
 from ..secure_random import is_secure
 from ..train import svt as svt_utility
@@ -25,15 +25,15 @@ def _signed_labels(data: Data) -> Data:
 
 @dataclass(frozen=True)
 class DPSGD(Oracle):
-    """DP-SGD / DP-Adam: fixed-size lots without replacement, replace-one, RDP accounting."""
+    """DP-SGD / DP-Adam: fixed-size lots without replacement, replace-one; its accountant the config's (`privacy.accountant`)."""
     optimizer: str                          # sgd or adam
-    accountant: Accountant = Accountant()   # its RDP conversion: dp_accounting's, or the classic one
+    accountant: Accountant = PLDAccountant()   # the tight one, or an RDP accountant (`privacy.accountant: rdp`)
     neighbouring = "replace-one"
     trace_axis = "epochs"   # a training of E epochs passes through every shorter one (train/linear.py, mlp.py)
 
     @property
     def conversion(self) -> str:
-        return self.accountant.conversion.name
+        return self.accountant.name
 
     def with_accountant(self, accountant) -> "DPSGD":
         return replace(self, accountant=accountant)

@@ -81,9 +81,9 @@ class Problem:
     def with_conversion(self, conversion: str) -> "Problem":
         """The problem accounting with the RDP -> (epsilon, delta) conversion `privacy.conversion` names."""
         from ..privacy.accountant import Accountant
-        from ..privacy.conversions import conversion_named
+        from ..privacy.accountant import accountant_named
 
-        return replace(self, oracle=self.oracle.with_accountant(Accountant(conversion_named(conversion))))
+        return replace(self, oracle=self.oracle.with_accountant(accountant_named(conversion)))
 
     def restricted(self, overrides: dict[str, list[float]]) -> "Problem":
         """The problem with some parameter ranges narrowed (domain and accept ranges alike), e.g. for

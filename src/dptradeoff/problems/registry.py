@@ -80,7 +80,7 @@ def get_problem(name: str, overrides: dict | None = None) -> Problem:
     return problem.restricted(overrides) if overrides else problem
 
 
-def resolve(name: str, definition: dict | None = None, conversion: str = "dp_accounting") -> Problem:
+def resolve(name: str, definition: dict | None = None, conversion: str = "pld") -> Problem:
     """The problem `name` as its config entry defines it: a built-in narrowed by `ranges`, or, where
     the entry names an `oracle`, the user-defined problem it describes (`problems.user`)."""
     definition = definition or {}
