@@ -15,7 +15,6 @@ rows of the embedded MNIST, lots of 20, 10 epochs, proven epsilon 4, R trainings
 """
 from __future__ import annotations
 
-
 import argparse
 import math
 import time

@@ -40,7 +40,6 @@ coverage_new=<x> coverage_old=<y> queries=<n> worst_problem_coverage=<p: x> util
 """
 from __future__ import annotations
 
-
 import argparse
 import os
 import statistics

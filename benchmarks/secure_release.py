@@ -12,7 +12,6 @@ training's time over the seeded one's, per trainer.
 """
 from __future__ import annotations
 
-
 import argparse
 import statistics
 import time

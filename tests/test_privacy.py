@@ -150,7 +150,7 @@ def test_command_line_prints_epsilon_last():
     done = subprocess.run([sys.executable, "-m", "dptradeoff", "epsilon", "--n", "32561", "--lot-size", "256",
                            "--epochs", "10", "--noise", "1.0", "--delta", "1e-5"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert float(done.stdout.strip().splitlines()[-1]) == pytest.approx(dpsgd.epsilon(32561, 256, 10, 1.0, 1e-5))
+    assert float(done.stdout.strip().splitlines()[-1]) == pytest.approx(dpsgd.epsilon(32561, 256, 10, 1.0, 1e-5, "pld"))
 
 
 # --- Analytic Gaussian mechanism --------------------------------------------------------------
@@ -442,7 +442,11 @@ def test_command_line_calibrate_prints_the_epsilon_at_the_noise_it_found():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     noise, eps = float(lines[-2].split(":")[1]), float(lines[-1])
-    assert eps == dpsgd.epsilon(5000, 250, 3, noise, 1e-6) and 0.49 <= eps <= 0.5
+    assert eps == dpsgd.epsilon(5000, 250, 3, noise, 1e-6, "pld") and 0.49 <= eps <= 0.5
     refused = subprocess.run([sys.executable, "-m", "dptradeoff", "calibrate", "--n", "857", "--lot-size", "256",
-                              "--epochs", "1", "--epsilon", "0.01", "--delta", "1e-6"], capture_output=True, text=True)
-    assert refused.returncode == 2 and "No noise multiplier" in refused.stderr
+                              "--epochs", "1", "--epsilon", "0.01", "--delta", "1e-6", "--accountant", "rdp"],
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and "No noise multiplier" in refused.stderr   # WBK19's conversion floor
+    tight = subprocess.run([sys.executable, "-m", "dptradeoff", "calibrate", "--n", "857", "--lot-size", "256",
+                            "--epochs", "1", "--epsilon", "0.01", "--delta", "1e-6"], capture_output=True, text=True)
+    assert tight.returncode == 0 and float(tight.stdout.strip().splitlines()[-1]) <= 0.01   # the tight one has none

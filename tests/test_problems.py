@@ -70,7 +70,7 @@ def test_restricted_ranges_narrow_domain_and_sampling():
 def test_privacy_oracles_of_the_problems():
     p = PROBLEMS["adult-logreg-adam"]
     pt = {"epochs": 5, "lot_size": 100, "learning_rate": 0.01, "noise": 2.0, "clip": 1.0}
-    assert epsilon(p, pt, 30000) == dpsgd.epsilon(30000, 100, 5, 2.0, 1e-5)
+    assert epsilon(p, pt, 30000) == dpsgd.epsilon(30000, 100, 5, 2.0, 1e-5, "pld")   # the tight accountant by default
     classic = epsilon(p.with_conversion("classic"), pt, 30000)   # privacy.conversion: the DPareto paper's conversion, larger
     assert classic == dpsgd.epsilon(30000, 100, 5, 2.0, 1e-5, "classic") > 1.05 * epsilon(p, pt, 30000)
     out = PROBLEMS["adult-logreg-outpert"]
@@ -100,10 +100,10 @@ def test_evaluation_rows_have_every_field_and_are_deterministic():
     assert np.allclose(rows["utility"], [np.mean(r) for r in rows["utility_runs"]])
     assert (rows["utility_min"] <= rows["utility"]).all() and (rows["utility"] <= rows["utility_max"]).all()
     assert rows.drop(columns="wall_seconds").equals(again.drop(columns="wall_seconds"))
-    assert rows["epsilon"].tolist() == [dpsgd.epsilon(300, 30, 2, 1.0, 1e-5), dpsgd.epsilon(300, 60, 1, 4.0, 1e-5)]
+    assert rows["epsilon"].tolist() == [dpsgd.epsilon(300, 30, 2, 1.0, 1e-5, "pld"), dpsgd.epsilon(300, 60, 1, 4.0, 1e-5, "pld")]
     classic = evaluate(p.with_conversion("classic"), points, _tiny_data(), repeats=3, config_seed=7, method="random",
                        run=0, first_index=10)
-    assert (rows["conversion"] == "dp_accounting").all() and (classic["conversion"] == "classic").all()
+    assert (rows["conversion"] == "pld").all() and (classic["conversion"] == "classic").all()
     assert classic["epsilon"].tolist() == [dpsgd.epsilon(300, 30, 2, 1.0, 1e-5, "classic"),
                                            dpsgd.epsilon(300, 60, 1, 4.0, 1e-5, "classic")]
     other = evaluate(p, points, _tiny_data(), repeats=3, config_seed=8, method="random", run=0, first_index=10)

@@ -100,7 +100,7 @@ def test_a_continued_evaluation_has_the_uninterrupted_rows_and_pays_only_its_add
     assert spent(pd.concat([first, rest])) == spent(whole) == 8
     assert trainings(pd.concat([first, rest])) == 1
     for _, row in rest.iterrows():
-        assert row["epsilon"] == dpsgd.epsilon(300, 20, int(row["epochs"]), 1.2, 1e-5)
+        assert row["epsilon"] == dpsgd.epsilon(300, 20, int(row["epochs"]), 1.2, 1e-5, "pld")
     replayed = evaluate(problem, _point(8), data, 3, 7, "dpareto", 0, 99, traces, Continuation(5, seed, 3, 3, None))
     assert np.array_equal(np.stack(replayed["utility_runs"]), np.stack(expected["utility_runs"]))
     assert replayed["replayed"].all() and replayed["cost_epochs"].tolist() == [4.0, 1.0, 1.0, 1.0, 1.0]

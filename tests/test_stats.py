@@ -105,7 +105,7 @@ def test_the_minimum_epsilon_corner_is_dp_sgds_fewest_epochs_smallest_lot_most_n
     from dptradeoff.stats.front_quality import minimum_epsilon
 
     problem = PROBLEMS["adult-logreg-sgd"].restricted({"epochs": [1, 16]})
-    expected = dpsgd.epsilon(1000, 8, 1, 16.0, 1e-5, "dp_accounting")   # epochs 1, lot 8, noise 16
+    expected = dpsgd.epsilon(1000, 8, 1, 16.0, 1e-5, "pld")   # epochs 1, lot 8, noise 16 (the tight accountant)
     assert minimum_epsilon(problem, 1000) == pytest.approx(expected, rel=1e-12)
     svt = PROBLEMS["svt"]   # eps = (1 + (2C)^(1/3))(1 + (2C)^(2/3)) / b: C = 1, b = 100
     assert minimum_epsilon(svt, None) == pytest.approx((1 + 2 ** (1 / 3)) * (1 + 2 ** (2 / 3)) / 100)

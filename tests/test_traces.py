@@ -114,7 +114,7 @@ def test_trace_rows_are_the_trainings_of_their_epochs_with_their_own_epsilon(nam
     assert rows["cost_epochs"].sum() == 6 and rows["cost_examples"].sum() == 6 * 400 * 3
     for _, row in rows.iterrows():
         e = int(row["epochs"])
-        assert row["epsilon"] == dpsgd.epsilon(400, 40, e, 1.5, problem.delta)
+        assert row["epsilon"] == dpsgd.epsilon(400, 40, e, 1.5, problem.delta, "pld")
         alone = evaluate(problem, pd.DataFrame([{**point, "epochs": e}]), data, 3, 7, "random", 0, 0, TraceSettings())
         assert alone["utility_runs"].iloc[-1] == row["utility_runs"]
     plain = evaluate(problem, pd.DataFrame([point]), data, 3, 7, "random", 0, 0)

@@ -10,9 +10,12 @@ from dptradeoff.stats.ttest import PAPER_TABLE2
 from dptradeoff import study
 
 
-def config_label():
+def config_label(accountant=True):
+    """The config files and seed, and (`accountant`) how DP-SGD's epsilon was accounted: every table and figure of a
+    study that trains DP-SGD names it (papers 003/004, RDP algorithms, name their own RDP conversion instead)."""
     files = ", ".join(str(f) for f in workflow.configfiles) or "config/config.yaml"
-    return f"{files} (seed {config['seed']})"
+    how = f"; DP-SGD epsilon: {accountant_named(ACCOUNTING).description}" if accountant else ""
+    return f"{files} (seed {config['seed']}{how})"
 
 
 # Datasets.

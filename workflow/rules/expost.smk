@@ -24,7 +24,7 @@ rule expost_fig1:
         report(paths.figure("expost_fig1"), caption="../report/expost_fig1.rst", category="Ex-post tuning"),
     params:
         fig1=config["expost"]["fig1"],
-        config_label=config_label(),
+        config_label=config_label(accountant=False),
     localrule: True
     log:
         "logs/figures/expost_fig1.log",
@@ -67,7 +67,7 @@ rule expost_thread_table:
     params:
         rows=lambda wildcards: expost_thread_rows(wildcards.table),
         expost=config["expost"],
-        config_label=config_label(),
+        config_label=config_label(accountant=False),
     localrule: True
     log:
         "logs/expost/{table}.log",
@@ -132,7 +132,7 @@ rule expost_table3:
     params:
         datasets=config["expost"]["table3"]["datasets"],
         expost=config["expost"],
-        config_label=config_label(),
+        config_label=config_label(accountant=False),
     localrule: True
     log:
         "logs/expost/table3.log",

@@ -28,7 +28,7 @@ rule proposetest_figures:
         fig2=report(paths.figure("proposetest_fig2"), caption="../report/proposetest.rst", category="Propose-test"),
     params:
         cfg=config["proposetest"],
-        config_label=config_label(),
+        config_label=config_label(accountant=False),
     localrule: True
     log:
         "logs/figures/proposetest.log",
@@ -51,7 +51,7 @@ rule proposetest_adult:
         conversion=PAPER_RDP_CONVERSION,
         cfg=config["proposetest"]["adult"],
         seed=config["seed"],
-        config_label=config_label(),
+        config_label=config_label(accountant=False),
     resources:
         runtime=per_attempt(60),
         mem_mb=per_attempt(2000),

@@ -12,7 +12,7 @@ from dptradeoff import UserError, paths
 from dptradeoff.config import check as check_config, replace_alternatives
 from dptradeoff.data.build import catalog
 from dptradeoff.peers import PEERS
-from dptradeoff.privacy.accountant import accounting_name
+from dptradeoff.privacy.accountant import accountant_named, accounting_name
 from dptradeoff.problems import PROBLEMS, definition, resolve
 from dptradeoff.release.settings import ReleaseSettings
 from dptradeoff.stats.front_metrics import MetricSettings

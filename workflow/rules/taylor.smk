@@ -37,7 +37,7 @@ rule taylor_fig1_table1:
     params:
         panels=taylor_panels(),
         cfg=config["taylor"],
-        config_label=config_label(),
+        config_label=config_label(accountant=False),
     localrule: True
     log:
         "logs/taylor/fig1_table1.log",
@@ -56,7 +56,7 @@ rule taylor_fig2:
     params:
         runs=taylor_fig2_runs(),
         cfg=config["taylor"],
-        config_label=config_label(),
+        config_label=config_label(accountant=False),
     localrule: True
     log:
         "logs/taylor/fig2.log",

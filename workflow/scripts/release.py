@@ -3,7 +3,6 @@ from dptradeoff.workflow_support import limit_threads, rule_context
 limit_threads(snakemake.threads)
 
 from dptradeoff import paths  # noqa: E402
-from dptradeoff.privacy.accountant import Accountant  # noqa: E402
 from dptradeoff.privacy.accountant import accountant_named  # noqa: E402
 from dptradeoff.problems import resolve  # noqa: E402
 from dptradeoff.problems.tables import read_frame  # noqa: E402

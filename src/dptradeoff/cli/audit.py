@@ -2,7 +2,6 @@
 (those of every point its study evaluated) or given hyperparameters (audit.study, docs/audit.md)."""
 from __future__ import annotations
 
-
 import dataclasses
 import math
 

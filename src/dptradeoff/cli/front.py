@@ -4,7 +4,6 @@ its random runs, the chains of every method it ran, grids), each with the method
 query are fitted to the DPareto chain, as the `query` rule's."""
 from __future__ import annotations
 
-
 import math
 import os
 

@@ -3,18 +3,16 @@ that covers the tuning on the private rows (`release.run`), outside Snakemake. W
 what it writes, states no number of trials and no time."""
 from __future__ import annotations
 
-
 import os
 
 from .. import UserError, paths
 from ..config import load
-from ..privacy.accountant import Accountant
+from ..privacy.accountant import accountant_named, accounting_name
 from ..problems import definition, resolve
 from ..problems.tables import read_frame
 from ..release.run import release, write
 from ..release.settings import ReleaseSettings
 from ..release.trainers import check_releasable
-from ..privacy.accountant import accounting_name
 
 
 def output_folder(problem: str, epsilon: float, delta: float) -> str:

@@ -144,6 +144,8 @@ class PLDAccountant(Accountant):
         return "PLD of the symmetrised sampled-Gaussian pair (tight, docs/accounting.md)"
 
     def sampled_gaussian_step_rdp(self, q: float, z: float, orders: np.ndarray) -> np.ndarray:
+        if z < wor_pld.MIN_NOISE:   # see `_closed_form`
+            return wor_gaussian.rdp(q, z, orders)
         return wor_pld.step_rdp(q, z, orders)
 
     def _closed_form(self, event, delta: float) -> float | None:
@@ -152,6 +154,10 @@ class PLDAccountant(Accountant):
             return _closed_form_epsilon(event, delta)
         check_delta(delta)
         q, z, steps = training
+        if z < wor_pld.MIN_NOISE:
+            # one step's losses span more than float64's exp: WBK19's bound, valid for the same mechanism (and an
+            # epsilon of hundreds, no practical guarantee)
+            return Accountant(self.conversion).epsilon(event, delta)
         return wor_pld.epsilon(q, z, steps, delta)
 
     def epsilon_at_all_orders(self, event, delta: float) -> float:

@@ -43,14 +43,14 @@ def _event_of_steps(n: int, lot_size: int, num_steps: int, noise: float) -> Self
     return SelfComposedDpEvent(SampledWithoutReplacementDpEvent(n, lot_size, GaussianDpEvent(noise)), num_steps)
 
 
-def epsilon(n: int, lot_size: int, epochs: int, noise: float, delta: float, conversion: str = "pld") -> float:
+def epsilon(n: int, lot_size: int, epochs: int, noise: float, delta: float, conversion: str = "dp_accounting") -> float:
     """(epsilon, delta)-DP of a DP-SGD/DP-Adam run: n examples, lots of m, `epochs` epochs, noise multiplier z."""
     event = training_event(n, lot_size, epochs, noise)
     return accountant_named(conversion).epsilon(event, delta)
 
 
 def calibrate_noise(n: int, lot_size: int, epochs: int, eps: float, delta: float,
-                    conversion: str = "pld") -> Calibration | None:
+                    conversion: str = "dp_accounting") -> Calibration | None:
     """The noise multiplier z at which a run is (eps, delta)-DP, and `epsilon()` at that z
     (`calibration.calibrate_noise`); None when even z = MAX_NOISE does not reach eps."""
     accountant = accountant_named(conversion)

@@ -80,7 +80,6 @@ class Problem:
 
     def with_conversion(self, conversion: str) -> "Problem":
         """The problem accounting with the RDP -> (epsilon, delta) conversion `privacy.conversion` names."""
-        from ..privacy.accountant import Accountant
         from ..privacy.accountant import accountant_named
 
         return replace(self, oracle=self.oracle.with_accountant(accountant_named(conversion)))

@@ -152,7 +152,8 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
                           "oracle's own generator (seedable = False), which no seed here reaches"),
                       "accounting": "RDP: trial = random choice among the candidates (largest RDP at each order) of "
                                     "training + Gaussian score; RepeatAndSelectDpEvent (Papernot & Steinke 2022, Thm 2); "
-                                    f"converted by {accountant.conversion.name}",
+                                    f"converted by {accountant.conversion.name}; each training's steps by "
+                                    f"{accountant.description}",
                       "not_covered": NOT_COVERED.format(where=KEEPING_K[settings.randomness])},
         "selection": {"method": "random-stopping", "eta": settings.selection.eta,
                       "mean_trials": settings.selection.mean_trials, "describe": settings.selection.describe()},
