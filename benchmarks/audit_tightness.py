@@ -1,7 +1,7 @@
 """How tight the white-box audit is (docs/audit.md): linear DP-SGD (logistic loss) on Adult, 10 epochs,
 proven epsilon `--eps` (default 1, 2, 4) at delta 1e-5, each audited by `--runs` trainings with the canary and
-as many without: lots of the whole dataset, and of each `--lot`. Each row: the proven epsilon (the accountant's:
-WBK19 RDP, converted), the exact epsilon of the composed step the audit bounds at the trainer's true
+as many without: lots of the whole dataset, and of each `--lot`. Each row: the proven epsilon (the config's
+accountant's: the tight PLD one by default), the exact epsilon of the composed step the audit bounds at the trainer's true
 parameters (dp_accounting's PLD, rounded up: the most any audit of this step certifies), the quoted
 composed-step bound epsilon_lb (`audit/composed.py`), the assumption-free Clopper-Pearson bound on the
 run-level score, and the CPU seconds. Last line: epsilon_lb / proven epsilon per row of the last lot
@@ -25,13 +25,14 @@ import pandas as pd
 from dptradeoff.audit import bounds, composed, whitebox
 from dptradeoff.config import load
 from dptradeoff.privacy import dpsgd
+from dptradeoff.privacy.accountant import accounting_name
 from dptradeoff.problems import definition, resolve
 from dptradeoff.problems.evaluate import load_data
 from dptradeoff.train.hyper import DPSGDHyper
-from dptradeoff.privacy.accountant import accounting_name  # noqa: E402
 
 DELTA = 1e-5
 TARGETS = (1.0, 2.0, 4.0)
+ACCOUNTING = "pld"
 
 
 def main() -> None:
@@ -47,7 +48,9 @@ def main() -> None:
                         help="also audit the planted bugs at a subsampled point with this many runs")
     args = parser.parse_args()
     config = load([])
-    problem = resolve("adult-logreg-sgd", definition(config, "adult-logreg-sgd"), accounting_name(config["privacy"]))
+    global ACCOUNTING
+    ACCOUNTING = accounting_name(config["privacy"])   # the proven epsilon is the config's accountant's
+    problem = resolve("adult-logreg-sgd", definition(config, "adult-logreg-sgd"), ACCOUNTING)
     data = load_data(problem)
     n = len(data.y_train) + 1          # Adult plus the canary
     rows = [] if args.skip_linear else linear_rows(args, data, n)
@@ -90,7 +93,7 @@ def torch_rows(runs: int, config) -> list[dict]:
     data = load_data(problem)
     size, lot, epochs = 200, 20, 10
     n = size + 1
-    found = dpsgd.calibrate_noise(n, lot, epochs, 4.0, DELTA)
+    found = dpsgd.calibrate_noise(n, lot, epochs, 4.0, DELTA, ACCOUNTING)
     hp = DPSGDHyper(epochs, lot, 0.1, found.noise, 1.0)
     start = time.process_time()
     trained = torch_whitebox.train_and_score(torch_whitebox.mlp_trainer("mlp2"), data.x_train[:size],
@@ -105,7 +108,7 @@ def bug_rows(runs: int, data, n: int) -> None:
     or drawing the canary twice as often breaks the claimed epsilon, not only the accountant's premises); the
     trainer runs with its bug, the adversary and the accountant assume the correct mechanism."""
     lot = 256
-    found = dpsgd.calibrate_noise(n, lot, 10, 8.0, DELTA)
+    found = dpsgd.calibrate_noise(n, lot, 10, 8.0, DELTA, ACCOUNTING)
     claimed = DPSGDHyper(10, lot, 0.1, found.noise, 1.0)
     bugs = {"none": (claimed, 1),
             "noise halved": (DPSGDHyper(10, lot, 0.1, found.noise / 2, 1.0), 1),
@@ -132,7 +135,7 @@ def linear_rows(args, data, n) -> list[dict]:
     rows = []
     for lot in ([] if args.skip_full_batch else [n]) + args.lot:
         for target in args.eps:
-            found = dpsgd.calibrate_noise(n, lot, args.epochs, target, DELTA)
+            found = dpsgd.calibrate_noise(n, lot, args.epochs, target, DELTA, ACCOUNTING)
             if found is None:
                 continue
             hp = DPSGDHyper(args.epochs, lot, 0.1, found.noise, 1.0)

@@ -31,6 +31,7 @@ from dptradeoff.problems import get_problem
 
 PROBLEM = "adult-logreg-sgd"
 N_TRAIN = 32561
+ACCOUNTING = get_problem(PROBLEM).oracle.conversion   # the accountant the proposals use: the rows' epsilons too
 ERROR_FLOOR = 7841 / 32561   # Adult's training majority-class error (the utility floor)
 ROUNDS = 16
 START_UP = "import time; t = time.perf_counter(); from dptradeoff.bo import gp; gp.fitter(5); print(time.perf_counter() - t)"
@@ -44,7 +45,7 @@ def synthetic_evaluations(n: int, rng: np.random.Generator) -> pd.DataFrame:
     fails: slower rounds than a real chain's, for a reason a real chain does not have.)"""
     problem = get_problem(PROBLEM)
     points = sample(problem, n, rng)
-    points["epsilon"] = [dpsgd.epsilon(N_TRAIN, int(p.lot_size), int(p.epochs), float(p.noise), problem.delta)
+    points["epsilon"] = [dpsgd.epsilon(N_TRAIN, int(p.lot_size), int(p.epochs), float(p.noise), problem.delta, ACCOUNTING)
                          for p in points.itertuples()]
     points["error"] = np.clip(0.15 + 0.2 / (1 + points["epsilon"]) + 0.02 * rng.standard_normal(n), 0.01, 0.99)
     points["index"], points["trace_final"] = np.arange(n), True
@@ -60,7 +61,7 @@ def traced_evaluations(n: int, rng: np.random.Generator, max_epochs: int = 16) -
     rows = []
     for index, p in enumerate(points.itertuples(index=False)):
         for e in range(1, int(p.epochs) + 1):
-            eps = dpsgd.epsilon(N_TRAIN, int(p.lot_size), e, float(p.noise), problem.delta)
+            eps = dpsgd.epsilon(N_TRAIN, int(p.lot_size), e, float(p.noise), problem.delta, ACCOUNTING)
             rows.append({**p._asdict(), "epochs": e, "epsilon": eps, "index": index, "trace_final": e == p.epochs,
                          "error": float(np.clip(0.15 + 0.2 / (1 + eps) + 0.02 * rng.standard_normal(), 0.01, 0.99))})
     return pd.DataFrame(rows)

@@ -21,7 +21,7 @@ def test_random_sample_fanned_out_and_gathered(run_snakemake, tmp_path):
                      "mnist-mlp2-sgd": {"repeats": 1, "ranges": {"epochs": [1, 1], "lot_size": [200, 4000]}},
                      "svt": {"repeats": 10}},
         "random_sampling": {"points": 5, "points_per_job": 2},
-        "privacy": {"conversion": "classic"},
+        "privacy": {"accountant": "rdp", "conversion": "classic"},
     }
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -39,7 +39,7 @@ def test_random_sample_fanned_out_and_gathered(run_snakemake, tmp_path):
     meta = read_provenance(work / targets[0])
     assert "embedded" in meta["source_label"] and meta["repeats"] == 2
     assert pq.read_table(work / targets[0]).to_pandas()["epochs"].max() <= 2
-    # privacy.conversion reaches the oracle: every DP-SGD epsilon is the classic conversion's
+    # privacy.accountant rdp and its conversion reach the oracle: every DP-SGD epsilon is WBK19's, classically converted
     adult = pq.read_table(work / targets[0]).to_pandas()
     n_train = pq.read_metadata(work / "results/data/adult/train.parquet").num_rows
     assert (adult["conversion"] == "classic").all()

@@ -57,7 +57,7 @@ def test_a_traced_study_runs_end_to_end_at_equal_training_cost(run_snakemake, tm
             assert training["seed"].nunique() == 1
             for _, row in training.iterrows():   # each row's epsilon is the accountant's at its own epochs
                 assert row["epsilon"] == dpsgd.epsilon(n, int(row["lot_size"]), int(row["epochs"]), row["noise"],
-                                                       row["delta"])
+                                                       row["delta"], "pld")
     user = read_frame(str(work / "results/dpareto/noisy-steps/dpareto/0/evaluations.parquet"))
     # every epoch costs one, except where a stretch replayed the user's (not resumable) training from its seed
     assert not user["trace_final"].all() and (user.loc[~user["replayed"], "cost_epochs"] == 1).all()
