@@ -61,7 +61,7 @@ def fronts(config) -> None:
     print("\n| problem | accountant | points on the front | best utility at ε ≤ " + " / ".join(f"{v:g}" for v in levels) + " |")
     print("|---|---|---|---|")
     for name in ("adult-logreg-sgd", "mnist-mlp2-sgd"):
-        files = sorted(Path(f"results/dpareto/{name}").glob("*/run*/evaluations.parquet"))
+        files = sorted(Path(f"results/dpareto/{name}").glob("*/*/evaluations.parquet"))
         frames = [read_frame(str(p)) for p in files]
         frames = [f for f in frames if {"epochs", "lot_size", "noise", "utility"} <= set(f.columns)]
         if not frames:
