@@ -38,6 +38,7 @@ from dptradeoff.baselines.random_search import sample  # noqa: E402
 from dptradeoff.bo.propose import Context, DPareto, Settings  # noqa: E402
 from dptradeoff.bo.query import FrontQuery, query_rng  # noqa: E402
 from dptradeoff.bo.query_round import settled_answer  # noqa: E402
+from dptradeoff.bo.question_search import search_question  # noqa: E402
 from dptradeoff.problems import resolve  # noqa: E402
 from dptradeoff.problems.evaluate import evaluate  # noqa: E402
 from dptradeoff.problems.oracle import Data  # noqa: E402
@@ -124,8 +125,12 @@ def main() -> None:
                                        query_rng(config["seed"], problem.name, kind, target, 0))
                     answer = query.for_epsilon(target, True) if kind == "eps" else query.for_utility(target, True)
                     added = 0
-                else:                  # the query rule's: a trained point, settled
-                    answer, _, added = settled_answer(problem, evals, data, kind, target, settings, config["seed"], 0)
+                else:                  # the query rule's: the question's search, then a trained point, settled
+                    searched, spent = search_question(problem, evals, data, kind, target, settings, config["seed"], 0,
+                                                      settings.question_trainings, 3)
+                    answer, _, added = settled_answer(problem, searched, data, kind, target, settings, config["seed"], 0)
+                    row[f"{kind}_searched"] = spent.trainings
+                    row[f"{kind}_note"] = spent.note
                 row[f"{kind}_added"] = added
                 if answer.point is None:
                     row[f"{kind}_answered"] = False
@@ -150,7 +155,8 @@ def main() -> None:
                   f"inside {row.get('eps_inside', np.nan):.2f}  utility>=0.99: eps {row.get('utility_epsilon', np.nan):.3g} "
                   f"(x{row.get('utility_eps_ratio', np.nan):.1f} the least at stated P "
                   f"{row.get('utility_stated', np.nan):.2f}) reaching {row.get('utility_reaching', np.nan):.2f} "
-                  f"inside {row.get('utility_inside', np.nan):.2f} added {row.get('eps_added', 0)}+{row.get('utility_added', 0)} "
+                  f"inside {row.get('utility_inside', np.nan):.2f} searched {row.get('eps_searched', 0)}+{row.get('utility_searched', 0)} "
+                  f"settled {row.get('eps_added', 0)}+{row.get('utility_added', 0)} "
                   f"{row.get('utility_edge') or ''}", flush=True)
     table = pd.DataFrame(rows)
     os.makedirs("laplace_mean_front", exist_ok=True)

@@ -201,7 +201,8 @@ def test_the_front_query_finds_a_known_constrained_optimum():
 
 
 def test_the_cli_and_the_query_rule_give_the_same_answer(tmp_path, monkeypatch, capsys):
-    """`dptradeoff front --epsilon` and the `query` rule draw from the same seed rule (query_rng)."""
+    """`dptradeoff front --epsilon` prints the `query` rule's answer from its file once the rule has run (searched,
+    settled and retrained: the command and the front table agree), the same point and epsilon."""
     import yaml
 
     from dptradeoff.__main__ import main
@@ -225,9 +226,17 @@ def test_the_cli_and_the_query_rule_give_the_same_answer(tmp_path, monkeypatch, 
 
     loaded = load([str(config)])
     settings = Settings.from_config(loaded["dpareto"], loaded["statistics"])
-    row = answer_and_train(problem, str(chain), "eps", 1.0, settings, 20, 7, 0).iloc[0]
+    answered = answer_and_train(problem, str(chain), "eps", 1.0, settings, 20, 7, 0)
+    row = answered.iloc[0]
+    main(["front", "--problem", "svt", "--epsilon", "1", f"--configfile={config}"])
+    # before the rule's file exists: the chain asked without training (the rule searched and settled beyond it)
+    assert "the query rule's answer" not in capsys.readouterr().out
+    from dptradeoff import paths
+
+    write_frame(answered, paths.query("svt", "eps", "1"), {})
     main(["front", "--problem", "svt", "--epsilon", "1", f"--configfile={config}"])
     printed = capsys.readouterr().out
+    assert "the query rule's answer" in printed
     suggested = next(line for line in printed.splitlines() if line.startswith("suggested:"))
     assert f"bound={int(row['bound'])}" in suggested and f"b={row['b']:.4g}" in suggested
     exact = next(line for line in printed.splitlines() if line.startswith("  epsilon "))

@@ -195,12 +195,23 @@ def test_a_trained_answer_is_a_trained_point_with_its_trainings(answered):
     assert untrained.predicted_utility >= answer.predicted_utility - 1e-12
 
 
-def test_an_answer_at_a_bound_of_the_domain_says_so(answered):
+def test_an_answer_at_a_bound_of_the_domain_says_so_where_the_bound_binds(answered, monkeypatch):
+    """An answer at a bound says so only where the bound binds (inside is predicted worse): a wider domain can
+    only help there."""
     query, _ = answered
     inside = np.array([0.5, 20.0, 80.0])
     assert query.edge(inside) == ""
-    at = query.edge(np.array([10.0, 35.0, 80.0]))
-    assert "scale = 10 is its upper bound 10" in at and "lower = 35 is its upper bound 35" in at
+    at = np.array([10.0, 35.0, 80.0])
+
+    def predicted(utility_of_scale):
+        return lambda points: (utility_of_scale(np.asarray(points)[:, 0]), np.zeros(len(points)))
+
+    # utility falling with the noise scale: less noise inside is better, the bound scale = 10 does not bind
+    monkeypatch.setattr(query, "predict", predicted(lambda scale: -scale))
+    assert query.edge(at) == ""
+    # utility rising with it: inside is worse, both bounds bind (a wider domain may do better)
+    monkeypatch.setattr(query, "predict", predicted(lambda scale: scale))
+    assert query.edge(at) == "scale = 10 is its upper bound 10"
 
 
 def test_a_built_in_problem_proposes_as_before(laplace):

@@ -2,6 +2,8 @@ import logging
 
 import pandas as pd
 
+from dptradeoff.bo.support import SUPPORT_LABEL
+
 from dptradeoff.audit.study import recorded_violation
 from dptradeoff.plots.front import (chain_privacy, front_figure, front_table, shaded_region, trivial_predictor,
                                     trivial_warning)
@@ -32,10 +34,12 @@ with rule_context(snakemake):
     replay = "" if seedable(problem) else f" {REPLAY_NOTE[0].upper()}{REPLAY_NOTE[1:]}."
     write(front_table(problem, evaluations, queries), snakemake.output.csv, snakemake.output.md,
           f"{w.problem}: the front of every evaluated point ({', '.join(evaluations)}; method: the one that found the "
-          f"point; epsilon exact, utility the mean of the measured replications), then the query answers "
-          f"(predicted_utility and reach_probability, the chance one training reaches a utility target: GP "
-          f"predictions, not guarantees; trainings: the measured trainings the answer rests on, added_trainings "
-          f"those settling it took; utility: measured by training the answer again).{floor} Region of interest: {region[1]}, "
+          f"point; epsilon exact, utility the mean of the measured replications, n_trainings how many, utility_se the "
+          f"standard error of their mean; {SUPPORT_LABEL}), then the query answers (predicted_utility: a GP prediction; "
+          f"reach_probability, the chance one training reaches a utility target, and the interval from "
+          f"probability_source: not guarantees; trainings: the measured trainings the answer rests on; "
+          f"search_trainings those of the question's own search, added_trainings those settling it took, search_note "
+          f"where the search's budget ran out; utility: measured by training the answer again).{floor} Region of interest: {region[1]}, "
           f"epsilon in [{region[0].epsilon_low:.3g}, {region[0].epsilon_high:.3g}], error below "
           f"{region[0].error_floor:.3g}.{' ' + region[2] if region[2] else ''} {chain_privacy(proposals)} "
           f"Config: {p.config_label}.{replay}" + (f" {warning}" if warning else ""))

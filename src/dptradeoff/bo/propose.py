@@ -74,6 +74,7 @@ class Settings:
     resume: bool = False            # traced chains: also propose continuing a training (bo.resume), by gain per cost
     path_value: bool = False        # traced chains, hvpoi-region: a training is worth the front its whole path adds
     query_every: int = 4            # with declared queries, every this-many-th round steers towards one (0: never)
+    question_trainings: int = 8     # each declared question's own search after the chain, in trainings (bo.question_search)
 
     @classmethod
     def from_config(cls, dpareto: dict, statistics: dict | None = None) -> "Settings":
@@ -91,7 +92,8 @@ class Settings:
                    cost_aware=bool(dpareto.get("cost_aware", cls.cost_aware)),
                    resume=bool(dpareto.get("resume", cls.resume)) and bool(dpareto.get("traces", False)),
                    path_value=bool(dpareto.get("path_value", cls.path_value)) and bool(dpareto.get("traces", False)),
-                   query_every=int(dpareto.get("query_every", cls.query_every)))
+                   query_every=int(dpareto.get("query_every", cls.query_every)),
+                   question_trainings=int(dpareto.get("question_trainings", cls.question_trainings)))
 
     @property
     def paper(self) -> bool:

@@ -44,6 +44,7 @@ from . import exact_privacy
 from .gp import Posterior
 from .propose import Settings, Surrogates, fit_surrogates, gp_rows
 from .replication import REACH_LEVEL, ReplicationNoise, single_runs
+from .support import best_evaluated, with_support
 from .transforms import ERROR_RANGE, error_from_gp, error_to_gp
 
 SEARCH_FACTOR = 4
@@ -56,6 +57,12 @@ INTERVAL_LEVEL = 0.9           # nominal level of an answer's predictive interva
 INTERVAL_LABEL = "predictive interval for one training (GP, not a guarantee)"
 MIN_CALIBRATION = 5            # trainings the acquisition chose, at least, for the one-step-ahead inflation
 EDGE = 0.01                    # a share of the GPs' input box: an answer this near a domain bound is at its edge
+INWARD = 0.1                   # a share of the box: how far inside the edge test looks (`FrontQuery.edge`)
+ANSWER_TRAININGS = 6           # an answer rests on at least this many trainings of its own point (bo.query_round)
+NEAR_BUDGET = 4                # an epsilon question's search looks in [target / NEAR_BUDGET, target]
+OWN_TRAININGS = ANSWER_TRAININGS   # a point with this many trainings of its own (settled) has its probability from them
+OWN_SOURCE = "its own {n} trainings (Student-t predictive, spread pooled with its neighbours; not a guarantee)"
+GP_SOURCE = "the GP (not a guarantee)"
 
 
 @dataclass
@@ -82,6 +89,8 @@ class Answer:
     # and the level asked of it; below the level where no trained point reaches it (the best there is)
     reach_probability: float = math.nan
     reach_level: float = math.nan
+    # what the probability and the interval rest on: OWN_SOURCE (the point's own trainings) or GP_SOURCE
+    probability_source: str = GP_SOURCE
 
     @property
     def trained(self) -> bool:
@@ -98,7 +107,7 @@ class Answer:
                "single_sd": self.single_sd, "interval_low": self.interval_low, "interval_high": self.interval_high,
                "interval_level": self.interval_level, "exact_epsilons": self.exact_epsilons, "trained": self.trained,
                "trainings": list(self.trainings), "edge": self.edge, "reach_probability": self.reach_probability,
-               "reach_level": self.reach_level}
+               "reach_level": self.reach_level, "probability_source": self.probability_source}
         out.update({f"nearest_{k}": v for k, v in self.nearest.items()})
         out.update({f"evaluated_{k}": v for k, v in self.best_evaluated.items()})
         return out
@@ -108,6 +117,22 @@ def rows_at(evals: pd.DataFrame, names: list[str], point) -> np.ndarray:
     """Which rows of `evals` are trainings of hyperparameter `point` (an array in `names` order; to 1e-9)."""
     return np.all(np.isclose(evals[names].to_numpy(float), np.asarray(point, dtype=float)[None, :], rtol=1e-9,
                              atol=0), axis=1)
+
+
+def with_more_trainings(evals: pd.DataFrame, names: list[str], point: dict, runs) -> pd.DataFrame:
+    """`evals` with the single trainings `runs` of `point` added to its last row (mean, min, max, error and
+    `utility_runs` recomputed; `repeats` counts them all)."""
+    i = evals.index[np.flatnonzero(rows_at(evals, names, [point[n] for n in names]))[-1]]
+    before = list(evals.at[i, "utility_runs"]) if "utility_runs" in evals else [float(evals.at[i, "utility"])]
+    everything = np.array([*before, *runs], dtype=float)
+    out = evals.copy()
+    out["utility_runs"] = out["utility_runs"].astype(object) if "utility_runs" in out else [[u] for u in out["utility"]]
+    out.at[i, "utility_runs"] = everything.tolist()
+    out.loc[i, ["utility", "utility_min", "utility_max"]] = everything.mean(), everything.min(), everything.max()
+    out.loc[i, "error"] = 1.0 - everything.mean()
+    if "repeats" in out:
+        out.loc[i, "repeats"] = len(everything)
+    return out
 
 
 def utility_moments(mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -130,10 +155,12 @@ def logit_interval(mean, var, level: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def front(problem: Problem, evals: pd.DataFrame) -> pd.DataFrame:
-    """The evaluated points no other dominates in (epsilon, error), by increasing epsilon."""
-    ok = succeeded(evals)
+    """The evaluated points no other dominates in (epsilon, error), by increasing epsilon, each with what its own
+    trainings support (`support.with_support`)."""
+    ok = with_support(succeeded(evals))
     mask = pareto_mask(ok[["epsilon", "error"]].to_numpy(float))
-    columns = ["epsilon", "utility", "utility_min", "utility_max", *problem.names, "method", "index"]
+    columns = ["epsilon", "utility", "n_trainings", "utility_se", "utility_supported", "utility_min", "utility_max",
+               *problem.names, "method", "index"]
     return ok[mask].sort_values("epsilon")[[c for c in columns if c in ok.columns]].reset_index(drop=True)
 
 
@@ -300,6 +327,48 @@ class FrontQuery:
         goal = float(error_to_gp(np.array([1.0 - target]))[0])
         return stats.norm.cdf((goal - mean) / np.sqrt(np.maximum(var, 1e-300)))
 
+    # -- a trained point's own trainings ------------------------------------------------------------
+    def own_law(self, point: np.ndarray, least: int = OWN_TRAININGS) -> tuple[float, float, float] | None:
+        """(centre, scale, degrees of freedom) of the Student-t predictive law of ONE new training's logit(error) at a
+        trained `point` from its own trainings y_1..y_n alone (n >= `least`; else None):
+            centre = mean(y),  scale = s sqrt(1 + 1/n),  dof = n - 1,
+        s the trainings' sample sd: the classical predictive law of one more draw from a normal of unknown mean and
+        variance (exact there; the logit of the error makes a utility near 1 close to normal). Why not the GP's mean
+        and noise there: the GP smooths the point towards its neighbours, and where some part of the domain has
+        heavy tails its noise, learned once for the whole box, widens every point's law; and not the replication
+        variance pooled with its neighbours either (`ReplicationNoise`): its prior stages pool the whole chain, so
+        heavy tails elsewhere leak in too (a point's six trainings within 0.0003 of 0.9968 got P(>= 0.995) 0.90
+        pooled; tests/test_question_search.py)."""
+        runs = np.asarray(self.trainings_at(point), dtype=float)
+        if len(runs) < max(least, 2):
+            return None
+        logits = error_to_gp(1.0 - runs)
+        return (float(logits.mean()), float(np.sqrt(max(logits.var(ddof=1), 1e-12) * (1 + 1 / len(runs)))),
+                float(len(runs) - 1))
+
+    def point_reach(self, point: np.ndarray, target: float, least: int = OWN_TRAININGS) -> tuple[float, str]:
+        """(the probability that ONE new training of `point` reaches `target`, what it rests on): its own trainings'
+        law (`own_law`) where it has `least` of them, else the GP's (`reach_probability`)."""
+        law = self.own_law(point, least)
+        if law is None:
+            return float(self.reach_probability(point[None, :], target)[0]), GP_SOURCE
+        goal = float(error_to_gp(np.array([1.0 - target]))[0])
+        centre, scale, dof = law
+        return float(stats.t.cdf((goal - centre) / scale, dof)), OWN_SOURCE.format(n=len(self.trainings_at(point)))
+
+    def point_interval(self, point: np.ndarray, level: float = INTERVAL_LEVEL) -> tuple[float, float, float, str]:
+        """(low, high, sd, source): the central `level` interval for ONE new training's utility at `point` and its sd,
+        from the point's own trainings where it has OWN_TRAININGS of them (`own_law`), else the GP's (`interval`)."""
+        law = self.own_law(point)
+        if law is None:
+            low, high, sd = self.interval(point[None, :], level)
+            return float(low[0]), float(high[0]), float(sd[0]), GP_SOURCE
+        centre, scale, dof = law
+        half = stats.t.ppf(0.5 + level / 2, dof) * scale
+        sd = utility_moments(np.array([centre]), np.array([scale**2]))[1][0]   # the t's normal approximation
+        return (float(1.0 - error_from_gp(centre + half)), float(1.0 - error_from_gp(centre - half)), float(sd),
+                OWN_SOURCE.format(n=len(self.trainings_at(point))))
+
     def _candidates(self) -> np.ndarray:
         box = self.scaler.upper - self.scaler.lower
         unit = self.scaler.lower + self.rng.random((SEARCH_FACTOR * self.settings.candidates, len(box))) * box
@@ -315,19 +384,20 @@ class FrontQuery:
         evaluated = {}
         if len(best_evaluated):
             row = best_evaluated.iloc[0]
-            evaluated = {k: row[k] for k in [*self.problem.names, "epsilon", "utility", "index"]}
+            evaluated = {k: row[k] for k in [*self.problem.names, "epsilon", "utility", "n_trainings", "utility_se",
+                                             "utility_supported", "index"]}
         if point is None:
             return Answer(question, None, best_evaluated=evaluated, exact_epsilons=self.oracle_calls)
         utility, sd = self.predict(point[None, :])
         distances = np.linalg.norm(self.observed - self.scaler.to_unit(point[None, :]), axis=1)
         near = self.evals.iloc[int(np.argmin(distances))]
         nearest = {k: near[k] for k in [*self.problem.names, "epsilon", "utility", "index"]}
-        low, high, single = self.interval(point[None, :])
+        low, high, single, source = self.point_interval(point)
         answer = Answer(question, self.as_dict(point), self.epsilon(point), float(utility[0]), float(sd[0]),
-                        nearest, evaluated, self.oracle_calls, float(low[0]), float(high[0]), INTERVAL_LEVEL,
-                        float(single[0]), self.trainings_at(point), self.edge(point))
+                        nearest, evaluated, self.oracle_calls, low, high, INTERVAL_LEVEL, single,
+                        self.trainings_at(point), self.edge(point, reach_target), probability_source=source)
         if reach_target is not None:
-            answer.reach_probability = float(self.reach_probability(point[None, :], reach_target)[0])
+            answer.reach_probability = self.point_reach(point, reach_target)[0]
             answer.reach_level = REACH_LEVEL
         return answer
 
@@ -341,19 +411,31 @@ class FrontQuery:
         runs = rows["utility_runs"] if "utility_runs" in rows else [[u] for u in rows["utility"]]
         return [float(u) for r in runs for u in r]
 
-    def edge(self, point: np.ndarray) -> str:
-        """Which hyperparameters of `point` lie at a bound of the domain (within EDGE of the GPs' input box):
-        the answer may be limited by the domain, which may be too narrow."""
+    def edge(self, point: np.ndarray, reach_target: float | None = None) -> str:
+        """Which hyperparameters of `point` lie at a bound of the domain (within EDGE of the GPs' input box) where the
+        bound binds: a point INWARD of the box further inside along that coordinate is predicted worse for the
+        question (lower utility; for a utility question, `reach_target`, a smaller chance of reaching it). Only
+        there may a wider domain give a better answer; "" : none binds."""
         unit = self.scaler.to_unit(point[None, :])[0]
         box = self.scaler.upper - self.scaler.lower
         parts = []
-        for p, u, lo, width, value in zip(self.problem.domain, unit, self.scaler.lower, box, point):
+        for j, (p, u, lo, width, value) in enumerate(zip(self.problem.domain, unit, self.scaler.lower, box, point)):
             if width <= 0:
                 continue
-            if u - lo <= EDGE * width:
-                parts.append(f"{p.name} = {value:g} is its lower bound {p.low:g}")
-            elif lo + width - u <= EDGE * width:
-                parts.append(f"{p.name} = {value:g} is its upper bound {p.high:g}")
+            at_low, at_high = u - lo <= EDGE * width, lo + width - u <= EDGE * width
+            if not (at_low or at_high):
+                continue
+            inside = unit.copy()
+            inside[j] += (INWARD if at_low else -INWARD) * width
+            pair = self._points(np.stack([unit, inside]))
+            if reach_target is None:
+                better_inside = self.predict(pair)[0]
+            else:
+                better_inside = self.reach_probability(pair, reach_target)
+            if better_inside[1] >= better_inside[0]:
+                continue
+            parts.append(f"{p.name} = {value:g} is its {'lower' if at_low else 'upper'} bound "
+                         f"{p.low if at_low else p.high:g}")
         return "; ".join(parts)
 
     def _trained(self) -> tuple[np.ndarray, np.ndarray]:
@@ -402,14 +484,33 @@ class FrontQuery:
                 best = self._refine(best, lambda points, current: best_feasible(points, float(self.predict(current[None])[0][0])))
         # a trained point as good by the GP wins: it comes with its trainings
         points, epsilons = self._trained()
-        points = points[epsilons <= target]
+        feasible = epsilons <= target
+        points, epsilons = points[feasible], epsilons[feasible]
         if len(points):
             utility = self.predict(points)[0]
             i = int(np.argmax(utility))
             if best is None or utility[i] >= float(self.predict(best[None])[0][0]):
-                best = points[i]
-        evaluated = self.evals[self.evals["epsilon"] <= target].sort_values("utility", ascending=False)
-        return self._answer(f"epsilon <= {target:g}", best, evaluated)
+                best = self.near_the_budget(points, epsilons, points[i], target)
+        return self._answer(f"epsilon <= {target:g}", best, best_evaluated(self.evals, "eps", target))
+
+    def measured(self, point: np.ndarray) -> float:
+        """The mean of `point`'s own trainings (NaN: none)."""
+        runs = self.trainings_at(point)
+        return float(np.mean(runs)) if runs else math.nan
+
+    def near_the_budget(self, points: np.ndarray, epsilons: np.ndarray, best: np.ndarray, target: float) -> np.ndarray:
+        """An epsilon answer far below its budget (exact epsilon < target / NEAR_BUDGET) stands only if measured at
+        least as well as every trained point near the budget (epsilon in [target / NEAR_BUDGET, target]): else the
+        best measured of those. Why: spending less privacy rarely buys utility, and a GP that has seen little near
+        the budget may rank a point of far less noise below one of its lucky neighbours."""
+        if self.epsilon(best) >= target / NEAR_BUDGET:
+            return best
+        near = np.flatnonzero(epsilons >= target / NEAR_BUDGET)
+        if not len(near):
+            return best
+        means = np.array([self.measured(points[i]) for i in near])
+        j = int(np.nanargmax(means))
+        return points[near[j]] if means[j] > self.measured(best) else best
 
     def for_utility(self, target: float, search: bool = False) -> Answer:
         """Minimise the exact epsilon subject to ONE new training reaching the target with probability >= REACH_LEVEL
@@ -435,6 +536,9 @@ class FrontQuery:
                 best = self._refine(best, lambda points, current: most_private(points, self.epsilon(current)))
         points, epsilons = self._trained()
         probability = self.reach_probability(points, target) if len(points) else np.zeros(0)
+        for i, point in enumerate(points):     # its own trainings' where it has enough (`point_reach`)
+            if len(self.trainings_at(point)) >= OWN_TRAININGS:
+                probability[i] = self.point_reach(point, target)[0]
         reaching = probability >= REACH_LEVEL
         if reaching.any():
             i = np.flatnonzero(reaching)[int(np.argmin(epsilons[reaching]))]
@@ -445,5 +549,5 @@ class FrontQuery:
             if met.any():
                 candidates = np.flatnonzero(met)
                 best = points[candidates[np.lexsort((epsilons[candidates], -probability[candidates]))[0]]]
-        evaluated = self.evals[self.evals["utility"] >= target].sort_values("epsilon")
-        return self._answer(f"utility >= {target:g}", best, evaluated, reach_target=target)
+        return self._answer(f"utility >= {target:g}", best, best_evaluated(self.evals, "utility", target),
+                            reach_target=target)

@@ -19,29 +19,13 @@ from ..problems.evaluate import evaluate, load_data, source_label
 from ..problems.problem import Problem
 from ..problems.tables import read_frame
 from .propose import Settings
-from .query import FrontQuery, query_rng, rows_at
+from .query import ANSWER_TRAININGS, FrontQuery, query_rng, with_more_trainings
+from .question_search import search_question
 
 log = logging.getLogger(__name__)
 
-ANSWER_TRAININGS = 6   # an answer rests on at least this many trainings of its own point (SETTLE_ROUNDS allowing)
 SETTLE_ROUNDS = 4      # questions asked again after training an answer more, at most
 CONTENDERS = 2         # a utility question's more private points meeting the target in mean, settled each round
-
-
-def with_more_trainings(evals: pd.DataFrame, names: list[str], point: dict, runs) -> pd.DataFrame:
-    """`evals` with the single trainings `runs` of `point` added to its last row (mean, min, max, error and
-    `utility_runs` recomputed; `repeats` counts them all)."""
-    i = evals.index[np.flatnonzero(rows_at(evals, names, [point[n] for n in names]))[-1]]
-    before = list(evals.at[i, "utility_runs"]) if "utility_runs" in evals else [float(evals.at[i, "utility"])]
-    everything = np.array([*before, *runs], dtype=float)
-    out = evals.copy()
-    out["utility_runs"] = out["utility_runs"].astype(object) if "utility_runs" in out else [[u] for u in out["utility"]]
-    out.at[i, "utility_runs"] = everything.tolist()
-    out.loc[i, ["utility", "utility_min", "utility_max"]] = everything.mean(), everything.min(), everything.max()
-    out.loc[i, "error"] = 1.0 - everything.mean()
-    if "repeats" in out:
-        out.loc[i, "repeats"] = len(everything)
-    return out
 
 
 def settled_answer(problem: Problem, evals: pd.DataFrame, data, kind: str, target: float, settings: Settings,
@@ -104,11 +88,16 @@ def answer_and_train(problem: Problem, chain: str, kind: str, target: float, set
     nearest and best evaluated points, and the suggestion's evaluation (utility, its replications,
     failure, and `runs_in_interval`: the share of those R single trainings inside the interval).
     With no feasible suggestion, the row has no hyperparameters and NaN utilities. The answer is a trained point
-    of the chain, settled (`settled_answer`): its trainings in `trainings`, those the settling added counted in
-    `added_trainings` (`search`: the GP's search of the whole domain too)."""
+    of the chain or of the question's own search (`question_search`: its trainings `search_trainings` over
+    `search_points` points, `search_note` where its budget ran out first), settled (`settled_answer`): its trainings
+    in `trainings`, those the settling added counted in `added_trainings` (`search`: the GP's search of the whole
+    domain too)."""
     data = load_data(problem)
-    answer, _, added = settled_answer(problem, read_frame(chain), data, kind, target, settings, seed, run, search)
-    row = {**answer.row(), "added_trainings": added, "source_label": source_label(problem, data)}
+    evals, spent = search_question(problem, read_frame(chain), data, kind, target, settings, seed, run,
+                                   settings.question_trainings, repeats)
+    answer, _, added = settled_answer(problem, evals, data, kind, target, settings, seed, run, search)
+    row = {**answer.row(), "added_trainings": added, "search_trainings": spent.trainings,
+           "search_points": spent.points, "search_note": spent.note, "source_label": source_label(problem, data)}
     log.info("%s %s: %s", problem.name, answer.question, row)
     if answer.point is None:
         return pd.DataFrame([{**row, "target": target, "utility": np.nan, "error": np.nan, "utility_min": np.nan,

@@ -46,7 +46,7 @@ class ReplicationNoise:
 
     def __init__(self, unit: np.ndarray, evals: pd.DataFrame, lengthscales: np.ndarray, fallback: float):
         runs = single_runs(evals)
-        self.dof = np.array([max(len(r) - 1, 0) for r in runs], dtype=float)
+        self.dof_of_rows = np.array([max(len(r) - 1, 0) for r in runs], dtype=float)
         self.s2 = np.array([r.var(ddof=1) if len(r) > 1 else 0.0 for r in runs])
         self.level = error_to_gp(evals["error"].to_numpy(float))
         # where one training's logit(error) is centred against the logit of its row's MEAN error, which the GP
@@ -54,9 +54,9 @@ class ReplicationNoise:
         # of its logs is ~0.58 below the log of its mean) one training lands off the GP's mean
         self.gap = np.array([r.mean() - lv if len(r) > 1 else 0.0 for r, lv in zip(runs, self.level)])
         self.unit, self.lengthscales = np.asarray(unit, dtype=float), np.asarray(lengthscales, dtype=float)
-        total = self.dof.sum()
-        self.pooled = float((self.dof * self.s2).sum() / total) if total > 0 else float(fallback)
-        self.pooled_gap = float((self.dof * self.gap).sum() / total) if total > 0 else 0.0
+        total = self.dof_of_rows.sum()
+        self.pooled = float((self.dof_of_rows * self.s2).sum() / total) if total > 0 else float(fallback)
+        self.pooled_gap = float((self.dof_of_rows * self.gap).sum() / total) if total > 0 else 0.0
         self.measured = total > 0
 
     def at(self, unit: np.ndarray, mean: np.ndarray, exclude: np.ndarray | None = None) -> np.ndarray:
@@ -64,17 +64,26 @@ class ReplicationNoise:
         where `exclude` is True left out."""
         return self.moments(unit, mean, exclude)[1]
 
+    def dof(self, unit: np.ndarray, mean: np.ndarray) -> np.ndarray:
+        """The degrees of freedom s^2 rests on at each of `unit`: its second stage's weights' sum plus PRIOR_DOF."""
+        if not self.measured:
+            return np.full(len(unit), PRIOR_DOF)
+        return self._weights(unit, mean)[1].sum(axis=1) + PRIOR_DOF
+
+    def _weights(self, unit: np.ndarray, mean: np.ndarray, exclude: np.ndarray | None = None):
+        level = np.exp(-0.5 * ((np.asarray(mean, dtype=float)[:, None] - self.level[None, :]) / LEVEL_BANDWIDTH) ** 2)
+        level *= self.dof_of_rows
+        if exclude is not None:
+            level[:, exclude] = 0.0
+        return level, matern52(np.atleast_2d(unit), self.unit, self.lengthscales, 1.0) * level
+
     def moments(self, unit: np.ndarray, mean: np.ndarray, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(the centre offset, s^2) of one training's logit(error) at each of `unit`: both pooled in the same two
         stages (the class's formula; the offset of row i is the mean of its single trainings' logit(error) minus
         the logit of its mean error)."""
         if not self.measured:
             return np.zeros(len(unit)), np.full(len(unit), self.pooled)
-        level = np.exp(-0.5 * ((np.asarray(mean, dtype=float)[:, None] - self.level[None, :]) / LEVEL_BANDWIDTH) ** 2)
-        level *= self.dof
-        if exclude is not None:
-            level[:, exclude] = 0.0
-        weights = matern52(np.atleast_2d(unit), self.unit, self.lengthscales, 1.0) * level
+        level, weights = self._weights(unit, mean, exclude)
 
         def pooled(values: np.ndarray, prior: float) -> np.ndarray:
             at_level = (level @ values + PRIOR_DOF * prior) / (level.sum(axis=1) + PRIOR_DOF)

@@ -11,9 +11,10 @@ from .. import UserError, paths
 from ..config import load
 from ..problems import definition, resolve
 from ..problems.evaluate import load_data
-from ..problems.tables import read_frame, succeeded
+from ..problems.tables import read_frame
 from ..study import evaluation_files, every_point
 from ..privacy.accountant import accounting_name
+from ..bo.support import SUPPORT_LABEL
 
 GUARANTEE = ("epsilon: computed by the problem's privacy oracle at its delta (a guarantee, as far as the oracle is "
              "correct); utility: a GP prediction, not a guarantee and not a measurement")
@@ -36,17 +37,16 @@ def load_study(config: dict, name: str, run: int) -> tuple[dict, list[str]]:
 
 
 def best_evaluated(evals, kind: str, target: float, names) -> dict:
-    """The evaluated point that best meets the question (as bo.query's): the highest utility with epsilon <=
-    target, or the smallest epsilon with utility >= target; {} when none does."""
-    ok = succeeded(evals)
-    if kind == "eps":
-        meeting = ok[ok["epsilon"] <= target].sort_values("utility", ascending=False, kind="stable")
-    else:
-        meeting = ok[ok["utility"] >= target].sort_values("epsilon", kind="stable")
+    """The evaluated point that best meets the question by what its own trainings support (as bo.query's:
+    `support.best_evaluated`); {} when none does."""
+    from ..bo.support import best_evaluated as supported_best
+
+    meeting = supported_best(evals, kind, target)
     if meeting.empty:
         return {}
     row = meeting.iloc[0]
-    return {k: row[k] for k in [*names, "epsilon", "utility", "method", "index"] if k in row}
+    return {k: row[k] for k in [*names, "epsilon", "utility", "n_trainings", "utility_se", "utility_supported",
+                                "method", "index"] if k in row}
 
 
 def _format(value) -> str:
@@ -89,6 +89,11 @@ def front(args) -> None:
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         return
     kind, target = ("eps", args.epsilon) if args.epsilon is not None else ("utility", args.utility)
+    answered = paths.query(args.problem, kind, f"{float(target):g}")
+    if args.run == 0 and args.seed is None and not args.search and os.path.exists(answered):
+        print_rule_answer(problem, read_frame(answered).iloc[0], answered)
+        _print_best(everything, kind, float(target), problem.names, found)
+        return
     seed = config["seed"] if args.seed is None else args.seed
     # the `query` rule's seed rule: the same question on the same chain gets the rule's answer
     settings = Settings.from_config(config["dpareto"], config["statistics"])
@@ -101,11 +106,13 @@ def front(args) -> None:
     else:
         _print_point("suggested", answer.point)
         print(f"  epsilon {answer.epsilon:.4g} (exact); predicted {problem.utility} {answer.predicted_utility:.4f} "
-              f"+- {answer.predicted_sd:.4f} (GP, not a measurement; sd of a mean of R trainings); one training: {answer.interval_text()}")
+              f"+- {answer.predicted_sd:.4f} (GP, not a measurement; sd of a mean of R trainings); one training: "
+              f"[{answer.interval_low:.4f}, {answer.interval_high:.4f}], the {answer.interval_level:.0%} predictive "
+              f"interval from {answer.probability_source}")
         if kind == "utility":
             below = answer.reach_probability < answer.reach_level
-            print(f"  one new training reaches {target:g} with probability {answer.reach_probability:.2f} (GP, not a "
-                  f"guarantee)" + (f": BELOW the {answer.reach_level:.0%} an answer asks; no trained point reaches it "
+            print(f"  one new training reaches {target:g} with probability {answer.reach_probability:.2f} (from "
+                  f"{answer.probability_source})" + (f": BELOW the {answer.reach_level:.0%} an answer asks; no trained point reaches it "
                                    f"at that level, and this one is the likeliest to" if below else ""))
         if answer.trained:
             print(f"  a trained point; its {len(answer.trainings)} trainings in the chain (measured): "
@@ -117,10 +124,38 @@ def front(args) -> None:
             print("  not trained (a GP prediction between trained points)")
             _print_point("nearest evaluated point", answer.nearest)
         if answer.edge:
-            print(f"  At the edge of the domain: {answer.edge}. A wider domain may give a better answer.")
-    best = best_evaluated(everything, kind, float(target), problem.names)
+            print(f"  At the edge of the domain, where it binds: {answer.edge}. A wider domain may give a better answer.")
+    _print_best(everything, kind, float(target), problem.names, found)
+
+
+def _print_best(everything, kind: str, target: float, names, found: str) -> None:
+    question = f"epsilon <= {target:g}" if kind == "eps" else f"utility >= {target:g}"
+    best = best_evaluated(everything, kind, target, names)
     if best:
-        _print_point(f"best evaluated point with {answer.question} (measured; of {len(everything)} evaluations: "
-                     f"{found})", best)
+        _print_point(f"best evaluated point with {question} by what its trainings support ({SUPPORT_LABEL}; of "
+                     f"{len(everything)} evaluations: {found})", best)
     else:
-        print(f"No evaluated point meets {answer.question}.")
+        print(f"No evaluated point's trainings support {question}.")
+
+
+def print_rule_answer(problem, row, path: str) -> None:
+    """The `query` rule's answer as its file holds it: the question searched, settled and retrained (bo.query_round)."""
+    print(f"{problem.name}, {row['question']} (delta={problem.delta:g}): the query rule's answer ({path}); "
+          f"{GUARANTEE}.")
+    if not math.isfinite(float(row["epsilon"])):
+        print(f"  No answer: {row.get('failure')}.")
+        return
+    _print_point("suggested", {n: row[n] for n in problem.names})
+    print(f"  epsilon {row['epsilon']:.4g} (exact); one training: [{row['interval_low']:.4f}, {row['interval_high']:.4f}], "
+          f"the {row['interval_level']:.0%} predictive interval from {row.get('probability_source', 'the GP')}")
+    if row["question"].startswith("utility"):
+        print(f"  one new training reaches {row['target']:g} with probability {row['reach_probability']:.2f} (from "
+              f"{row.get('probability_source', 'the GP')})")
+    trainings = list(row["trainings"]) if row.get("trainings") is not None else []
+    print(f"  rests on {len(trainings)} trainings of its own (measured): " + ", ".join(f"{u:.4f}" for u in trainings))
+    print(f"  retrained {int(row['repeats'])} times: mean {problem.utility} {row['utility']:.4f} "
+          f"(min {row['utility_min']:.4f}, max {row['utility_max']:.4f})")
+    print(f"  spent: {int(row.get('search_trainings', 0) or 0)} trainings searching, "
+          f"{int(row.get('added_trainings', 0) or 0)} settling" + (f"; {row['search_note']}" if row.get("search_note") else ""))
+    if row.get("edge"):
+        print(f"  At the edge of the domain, where it binds: {row['edge']}. A wider domain may give a better answer.")

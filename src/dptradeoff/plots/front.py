@@ -5,6 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from ..problems.tables import succeeded
 from ..study import every_point
@@ -67,13 +68,21 @@ def shaded_region(proposals: list[pd.DataFrame], metrics_region, metrics_how: st
     last = proposals[-1] if proposals else None
     if last is None or "region_low" not in last or last["region_low"].isna().all():
         return (metrics_region, f"the front metrics' region ({metrics_how}), every method's rows pooled", "")
-    searched = Region(float(last["region_low"].iloc[0]), float(last["region_high"].iloc[0]), metrics_region.error_floor)
+    low, high = float(last["region_low"].iloc[0]), float(last["region_high"].iloc[0])
+    proposed = pd.concat([p["predicted_epsilon"] for p in proposals if "predicted_epsilon" in p], ignore_index=True) \
+        if any("predicted_epsilon" in p for p in proposals) else pd.Series(dtype=float)
+    proposed = proposed[np.isfinite(proposed.to_numpy(float))] if len(proposed) else proposed
+    if len(proposed):   # where the chain's proposals were: a derived region may reach beyond them
+        low, high = max(low, float(proposed.min())), min(high, float(proposed.max()))
+        low, high = (low, high) if low < high else (float(proposed.min()), float(proposed.max()))
+    searched = Region(low, high, metrics_region.error_floor)
     note = ""
     if not np.allclose([searched.epsilon_low, searched.epsilon_high],
                        [metrics_region.epsilon_low, metrics_region.epsilon_high], rtol=1e-9):
         note = (f"The front metrics (tables/front_quality) count in ε [{metrics_region.epsilon_low:.3g}, "
                 f"{metrics_region.epsilon_high:.3g}] ({metrics_how}, from every method's rows pooled).")
-    return (searched, f"the region DPareto's chain searched in its last round ({metrics_how})", note)
+    return (searched, f"the region DPareto's chain searched in its last round ({metrics_how}), within the epsilons "
+                      f"its proposals had", note)
 
 
 def chain_privacy(proposals: list[pd.DataFrame]) -> str:
@@ -130,6 +139,7 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
                    label=f"{label} ({len(ok)} points{f', {failed} failed' if failed else ''})")
     everything = pd.concat([succeeded(f) for f in evaluations.values()], ignore_index=True)
     drawn = front_line(ax, objectives(everything), color="k", lw=1.5, label="front of every evaluated point")
+    _front_uncertainty(ax, everything)
     for i, answer in enumerate(queries):
         row = answer.iloc[0]
         color = f"C{(i % 8) + 1}"
@@ -154,8 +164,9 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
     ax.set_ylabel(error_label(utility) + (" (log scale)" if log_error else ""))
     # beside the axes, never over a point
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, framealpha=0.8)
-    caption = (f"The privacy-utility front of {problem}: evaluated points, their front, and the answers to front "
-               f"queries (open: the GP's predicted utility with its predictive interval for one training, GP, not a "
+    caption = (f"The privacy-utility front of {problem}: evaluated points, their front (each front point with ± 1.28 "
+               f"standard errors of its trainings' mean, hollow where it rests on fewer than 6 trainings), and the "
+               f"answers to front queries (open: the GP's predicted utility with its predictive interval for one training, GP, not a "
                f"guarantee; filled: measured, min-max of the trainings). ε on a log axis.")
     if log_error:
         caption += (f" Error on a log axis: the front's errors span more than a decade ({drawn[:, 1].min():.2g} to "
@@ -171,13 +182,34 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
     return fig
 
 
+def _front_uncertainty(ax, everything: pd.DataFrame) -> None:
+    """Each front point with what its trainings support: +- z_0.9 standard errors of its trainings' mean
+    (`bo.support`), hollow where it rests on fewer than ANSWER_TRAININGS trainings."""
+    from ..bo.query import ANSWER_TRAININGS
+    from ..bo.support import SUPPORT_LEVEL, with_support
+    from ..bo.pareto import pareto_mask
+
+    supported = with_support(everything)
+    on_front = supported[pareto_mask(supported[["epsilon", "error"]].to_numpy(float))]
+    z = stats.norm.ppf(SUPPORT_LEVEL)
+    for few, style in ((False, {"mfc": "k"}), (True, {"mfc": "white"})):
+        rows = on_front[(on_front["n_trainings"] < ANSWER_TRAININGS) == few]
+        if rows.empty:
+            continue
+        ax.errorbar(rows["epsilon"], rows["error"], yerr=z * rows["utility_se"], fmt="o", ms=3.5, color="k",
+                    capsize=2, lw=0.8, zorder=5, **style,
+                    label=(f"front points on < {ANSWER_TRAININGS} trainings" if few else "front points")
+                    + f": ± {z:.2f} standard errors of their mean")
+
+
 def _listed(values) -> list:
     """A list column's value as read back from Parquet (an array), or [] where the row has none."""
     return [] if values is None or (np.ndim(values) == 0 and pd.isna(values)) else list(values)
 
 
 def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.DataFrame]) -> pd.DataFrame:
-    """The front of every evaluated point (hyperparameters, epsilon, utility, which method found it),
+    """The front of every evaluated point (hyperparameters, epsilon, utility, its trainings' count, standard error and
+    supported utility (`bo.support`), which method found it),
     then one row per query answer (suggestion, exact epsilon, predicted utility with its predictive interval
     for one training (GP, not a guarantee), utility answers: the predicted probability that one training reaches
     the target, the trainings the answer rests on and those settling it added, realised utility of its
@@ -194,12 +226,15 @@ def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.
                                    "utility_max": row["utility_max"], "predicted_utility": row["predicted_utility"],
                                    "predicted_sd": row["predicted_sd"],
                                    **{k: row.get(k) for k in ("interval_low", "interval_high", "interval_level",
-                                                              "reach_probability", "runs_in_interval",
-                                                              "runs_reaching_target", "added_trainings", "edge")},
+                                                              "reach_probability", "probability_source",
+                                                              "runs_in_interval", "runs_reaching_target",
+                                                              "search_trainings", "added_trainings", "search_note",
+                                                              "edge")},
                                    "trainings": ", ".join(f"{u:.4f}" for u in _listed(row.get("trainings"))),
                                    "method": "query"}]))
     out = pd.concat(rows, ignore_index=True)
-    first = ["kind", "epsilon", "utility", "predicted_utility", "predicted_sd", "interval_low", "interval_high",
-             "interval_level", "reach_probability", "runs_in_interval", "runs_reaching_target", "trainings",
-             "added_trainings", "edge", "utility_min", "utility_max"]
+    first = ["kind", "epsilon", "utility", "n_trainings", "utility_se", "utility_supported", "predicted_utility",
+             "predicted_sd", "interval_low", "interval_high", "interval_level", "reach_probability",
+             "probability_source", "runs_in_interval", "runs_reaching_target", "trainings", "search_trainings",
+             "added_trainings", "search_note", "edge", "utility_min", "utility_max"]
     return out[[c for c in first if c in out] + [c for c in out if c not in first]].replace({np.nan: None})

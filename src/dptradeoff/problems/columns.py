@@ -21,7 +21,9 @@ PROPOSAL_COLUMNS = frozenset({
 TABLE_COLUMNS = frozenset({
     "trainings", "training_cost", "dpareto_trainings", "dpareto_cost", "part_cost", "kind", "question", "target",
     "predicted_utility", "predicted_sd", "single_sd", "interval_low", "interval_high", "interval_level",
-    "runs_in_interval", "exact_epsilons",
+    "runs_in_interval", "exact_epsilons", "reach_probability", "reach_level", "probability_source", "edge",
+    "added_trainings", "search_trainings", "search_points", "search_note", "runs_reaching_target", "n_trainings",
+    "utility_se", "utility_supported",
 })
 RESERVED = EVALUATION_COLUMNS | PROPOSAL_COLUMNS | TABLE_COLUMNS
 # Query answers name the nearest and best evaluated points' columns with these prefixes.
