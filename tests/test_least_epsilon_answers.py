@@ -237,6 +237,10 @@ def test_the_figure_shades_the_region_the_chain_searched():
     assert same.epsilon_high == 2.91 and quiet == ""
     paper = shaded_region([pd.DataFrame({"acquisition": [1.0]})], metrics, "statistics.region")
     assert paper[0] == metrics and "pooled" in paper[1]
+    # a derived region reaching beyond every proposal (to epsilon 3 while they stop at 0.035): shaded to the proposals
+    proposed = [last.assign(region_high=3.0, predicted_epsilon=e) for e in (2e-4, 0.035, 0.01)]
+    clipped, what, _ = shaded_region(proposed, metrics, "derived from the problem")
+    assert (clipped.epsilon_low, clipped.epsilon_high) == (2e-4, 0.035) and "proposals" in what
 
 
 def test_a_screened_oracles_finalists_come_in_tiers_a_decade_of_cost_apart(slow):

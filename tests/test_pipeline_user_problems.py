@@ -64,6 +64,9 @@ def test_a_problem_of_your_own_runs_through_random_dpareto_and_the_front_query(r
     assert 0 <= answer["predicted_utility"] <= 1 and answer["predicted_sd"] >= 0      # the GP's prediction
     assert len(answer["utility_runs"]) == 2 and 0 <= answer["utility"] <= 1             # the realised training
     assert answer["nearest_epsilon"] > 0 and answer["exact_epsilons"] == 0   # a trained point: its evaluation's epsilon
+    # the question's own search (dpareto.question_trainings, default 8), before the settling
+    assert 0 < answer["search_trainings"] <= 8 and answer["search_points"] >= 1 and "search_note" in answer
+    assert answer["probability_source"].startswith("its own 6 trainings")
     assert read_frame(str(work / "results/dpareto/gaussian-mean/query/utility0.5.parquet"))["question"].iloc[0] == "utility >= 0.5"
     for problem in ("gaussian-mean", "flaky"):
         assert (work / f"figures/front-{problem}.pdf").read_bytes().startswith(b"%PDF")
@@ -79,7 +82,9 @@ def test_a_problem_of_your_own_runs_through_random_dpareto_and_the_front_query(r
     assert asked.returncode == 0, asked.stderr
     assert "suggested: clip=" in asked.stdout and "(exact)" in asked.stdout and "not a measurement" in asked.stdout
     declared = _front_cli(work, config, "--problem", "gaussian-mean", "--epsilon", "1")
-    assert declared.returncode == 0 and "a trained point; its 2 trainings in the chain (measured)" in declared.stdout
+    # a declared question: the query rule's answer, from its file, as the front table has it
+    assert declared.returncode == 0 and "the query rule's answer" in declared.stdout, declared.stdout
+    assert "rests on 6 trainings of its own" in declared.stdout and "trainings searching" in declared.stdout
     missing = _front_cli(work, config, "--problem", "flaky", "--run", "3")
     assert missing.returncode == 2 and "results/dpareto/flaky/dpareto/3/evaluations.parquet does not exist" in missing.stderr
 
@@ -107,7 +112,7 @@ def test_the_opacus_example_config_runs_at_a_smaller_scale(run_snakemake, tmp_pa
     budgets merged over it: random sampling, the chain, the query trained, the front figure.
     Runs Snakemake itself: config/examples/opacus-cnn.yaml as shipped."""
     smaller = {
-        "dpareto": {"initial_points": 3, "iterations": 2, "candidates": 200, "gp_restarts": 1},
+        "dpareto": {"initial_points": 3, "iterations": 2, "candidates": 200, "gp_restarts": 1, "question_trainings": 1},
         "problems": {"opacus-cnn": {"options": {"train_rows": 64, "test_rows": 64}, "queries": {"epsilon": [3.0]},
                                     "domain": {"epochs": {"low": 1, "high": 2, "integer": True}}}},
         "random_sampling": {"points": 4, "points_per_job": 2},

@@ -6,9 +6,11 @@ exactly before a training, so each question gets a search of its own, over candi
 answer must lie, of at most `budget` trainings (`dpareto.question_trainings`), each step training one candidate
 R times (the problem's `repeats`, fewer when the budget has fewer left):
 
-- epsilon <= E: the candidates of exact epsilon in [E / NEAR_BUDGET, E] (`query.NEAR_BUDGET`); each step trains the
-  untrained one of best lower confidence bound of utility (the GP's mean of R trainings minus z_0.9 its sd: a point
-  the GP is sure is good), then asks the question again; it steps again while the answer moves to what it trained.
+- epsilon <= E: the candidates of exact epsilon in [E / NEAR_BUDGET, E] (`query.NEAR_BUDGET`), random and around the
+  answer and the best measured trained points; each step trains the untrained one of best lower confidence bound of
+  utility (the GP's mean of R trainings minus z_0.9 its sd: a point the GP is sure is good) and asks again, until the
+  budget is spent (measured: stopping when the answer did not move left the seeds where the first pick missed with
+  5 of 8 trainings unspent).
 - utility >= U: a bisection on an epsilon level, between `lo` (the most private level not yet shown to reach U) and
   `hi` (the epsilon of a trained point that reaches U with probability >= 0.9, its own trainings' where it has
   them: `FrontQuery.point_reach`); it starts at hi = the current answer's epsilon, lo = hi / LEVEL_SPAN. Each step
@@ -46,7 +48,7 @@ LEVEL_BAND = 2.0     # a level is tried with candidates of epsilon in [level / L
 LOCAL_SCALES = (0.1, 0.03)   # candidates also around the trained points that matter (shares of the GPs' box)
 JUDGE_TRAININGS = 3  # a point the search trained is judged by its own trainings' law from this many (conservative at
                      # few: a Student-t of n - 1 degrees of freedom), by the GP below
-AROUND = 8           # a utility question's candidates are also around this many trained points
+AROUND = 8           # candidates are also around this many trained points of best measured utility
 
 
 @dataclass
@@ -124,14 +126,25 @@ class QuestionSearch:
             self.evals = _add(self.evals, new)
         return True
 
+    def _best_measured(self, query: FrontQuery, ceiling: float) -> list[np.ndarray]:
+        """The AROUND trained points of best measured utility with epsilon <= `ceiling`: a point a little beyond an
+        epsilon budget moves inside it with a little more noise, and where the GP is flat what was measured is the
+        best guide to where good points are."""
+        trained, epsilons = query._trained()
+        within = np.flatnonzero(epsilons <= ceiling)
+        means = np.array([query.measured(trained[i]) for i in within])
+        return list(trained[within[np.argsort(-means)[:AROUND]]])
+
     # -- the two searches ---------------------------------------------------------------------
     def run_epsilon(self) -> None:
         low = self.target / NEAR_BUDGET
         z = stats.norm.ppf(REACH_LEVEL)
+        moved = False
         while self.spent.trainings < self.budget:
             query = self._query()
             answer = query.for_epsilon(self.target)
             around = [np.array([answer.point[n] for n in self.problem.names], dtype=float)] if answer.point else []
+            around += self._best_measured(query, NEAR_BUDGET * self.target)
             points = self._in_range(query, self._candidates(query, around), low, self.target)
             if not len(points):
                 self.spent.note = f"no untrained candidate of epsilon in [{low:.3g}, {self.target:.3g}] was found"
@@ -144,10 +157,12 @@ class QuestionSearch:
             if not self._train(chosen):
                 return
             again = self._query().for_epsilon(self.target)
-            if again.point is None or not np.allclose([again.point[n] for n in self.problem.names], chosen):
-                return   # the answer did not move to what was trained: done
-        self.spent.note = (f"the budget of {self.budget} trainings ran out while the answer was still moving to the "
-                           f"points it trained")
+            moved = again.point is not None and np.allclose([again.point[n] for n in self.problem.names], chosen)
+            log.info("%s epsilon <= %g: trained %s (epsilon %.3g)%s", self.problem.name, self.target,
+                     query.as_dict(chosen), query.epsilon(chosen), ": the answer moved there" if moved else "")
+        if moved:
+            self.spent.note = (f"the budget of {self.budget} trainings ran out while the answer was still moving to the "
+                               f"points it trained")
 
     def run_utility(self) -> None:
         query = self._query()
@@ -159,11 +174,7 @@ class QuestionSearch:
             if math.isfinite(hi) and hi / max(lo, 1e-300) < LEVEL_STOP:
                 return
             level = math.sqrt(lo * hi) if math.isfinite(hi) and lo > 0 else hi
-            # candidates also around the trained points of best measured utility within the level
-            trained, epsilons = query._trained()
-            within = np.flatnonzero(epsilons <= level)
-            means = np.array([query.measured(trained[i]) for i in within])
-            around = list(trained[within[np.argsort(-means)[:AROUND]]])
+            around = self._best_measured(query, level)
             floor = max(lo, level / LEVEL_BAND) if math.isfinite(level) else lo
             points = self._in_range(query, self._candidates(query, around), floor, level)
             if not len(points):

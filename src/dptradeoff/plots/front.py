@@ -107,14 +107,16 @@ def _predicted_bar(row) -> tuple[float, float, str]:
     """A query answer's errorbar in error (below, above its predicted error) and what it is: the predictive
     interval for one training where the row has it (bo.query.FrontQuery.interval), else (rows written
     before it) +- predicted_sd."""
-    from ..bo.query import INTERVAL_LABEL
+    from ..bo.query import GP_SOURCE, INTERVAL_LABEL
 
     low, high = row.get("interval_low"), row.get("interval_high")
     if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
         return row["predicted_sd"], row["predicted_sd"], "± sd of an R-replication mean"
     level = float(row.get("interval_level", np.nan))
-    return (max(high - row["predicted_utility"], 0.0), max(row["predicted_utility"] - low, 0.0),
-            f"{level:.0%} {INTERVAL_LABEL}")
+    source = row.get("probability_source")
+    what = (f"{level:.0%} predictive interval for one training from {source}" if source and source != GP_SOURCE
+            else f"{level:.0%} {INTERVAL_LABEL}")
+    return max(high - row["predicted_utility"], 0.0), max(row["predicted_utility"] - low, 0.0), what
 
 
 def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame], queries: list[pd.DataFrame],
