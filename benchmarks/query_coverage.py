@@ -55,6 +55,7 @@ from dptradeoff import paths
 from dptradeoff.bo.propose import Settings
 from dptradeoff.bo.query import INTERVAL_LABEL, INTERVAL_LEVEL, front, logit_interval
 from dptradeoff.bo.query_round import settled_answer
+from dptradeoff.bo.question_search import search_question
 from dptradeoff.config import load
 from dptradeoff.problems import definition, resolve
 from dptradeoff.problems.evaluate import load_data
@@ -93,7 +94,11 @@ def ask(name: str, config: dict, settings: Settings, retrain: int, eps_targets: 
     z = stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2)
     for kind, target in questions(problem, evals, eps_targets, utility_targets):
         start = time.perf_counter()
-        answer, query, added = settled_answer(problem, evals, data, kind, target, settings, config["seed"], 0, SEARCH)
+        searched, spent = search_question(problem, evals, data, kind, target, settings, config["seed"], 0,
+                                          settings.question_trainings,
+                                          definition(config, name).get("repeats", problem.default_repeats))
+        answer, query, added = settled_answer(problem, searched, data, kind, target, settings, config["seed"], 0,
+                                              SEARCH)
         met = evals[evals["utility"] >= target] if kind == "utility" else None
         row = {"problem": name, "question": answer.question, "answered": answer.point is not None,
                "met_by_a_training": bool(kind == "utility" and max(

@@ -48,6 +48,7 @@ LEVEL_BAND = 2.0     # a level is tried with candidates of epsilon in [level / L
 LOCAL_SCALES = (0.1, 0.03)   # candidates also around the trained points that matter (shares of the GPs' box)
 JUDGE_TRAININGS = 3  # a point the search trained is judged by its own trainings' law from this many (conservative at
                      # few: a Student-t of n - 1 degrees of freedom), by the GP below
+EXACT_SEARCH = 256   # oracle epsilons per step where the ranking is not exact (`_in_range`)
 AROUND = 8           # candidates are also around this many trained points of best measured utility
 
 
@@ -95,11 +96,18 @@ class QuestionSearch:
         return points[np.array([tuple(np.round(p, 12)) not in taken for p in points], dtype=bool)]
 
     def _in_range(self, query: FrontQuery, points: np.ndarray, low: float, high: float) -> np.ndarray:
-        """The points whose ranking epsilon may lie in [low, high] (all of them where the ranking is not exact)."""
+        """The points whose epsilon lies in [low, high]: by the ranking where it is exact (to RANKING_MARGIN), else
+        by the oracle's own epsilon for the EXACT_SEARCH points the ranking (a privacy GP, or WBK19's bound under the
+        tight accountant) puts nearest the range in ln epsilon. Measured: checking only the GP's first 64 found no
+        point in range on most seeds of a 1 ms oracle, and the question went unsearched."""
         ranked = np.asarray(query.ranking.ranking(points), dtype=float)
-        if not query.ranking.ranking_is_exact:   # a GP's prediction: those it predicts within twice the range
-            return points[(ranked <= 2 * high) & (ranked >= low / 2)]
-        return points[(ranked <= high * (1 + RANKING_MARGIN)) & (ranked >= low * (1 - RANKING_MARGIN))]
+        if query.ranking.ranking_is_exact:
+            return points[(ranked <= high * (1 + RANKING_MARGIN)) & (ranked >= low * (1 - RANKING_MARGIN))]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            distance = np.abs(np.log(np.maximum(ranked, 1e-300)) - 0.5 * np.log(max(low, 1e-300) * high))
+        nearest = np.argsort(np.nan_to_num(distance, nan=np.inf))[:EXACT_SEARCH]
+        exact = np.array([query.epsilon(points[i]) for i in nearest])
+        return points[nearest[(exact >= low) & (exact <= high)]]
 
     def _first_exact(self, query: FrontQuery, points: np.ndarray, order: np.ndarray, low: float,
                      high: float) -> np.ndarray | None:

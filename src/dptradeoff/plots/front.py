@@ -73,8 +73,8 @@ def shaded_region(proposals: list[pd.DataFrame], metrics_region, metrics_how: st
         if any("predicted_epsilon" in p for p in proposals) else pd.Series(dtype=float)
     proposed = proposed[np.isfinite(proposed.to_numpy(float))] if len(proposed) else proposed
     if len(proposed):   # where the chain's proposals were: a derived region may reach beyond them
-        low, high = max(low, float(proposed.min())), min(high, float(proposed.max()))
-        low, high = (low, high) if low < high else (float(proposed.min()), float(proposed.max()))
+        clipped = max(low, float(proposed.min())), min(high, float(proposed.max()))
+        low, high = clipped if clipped[0] < clipped[1] else (low, high)
     searched = Region(low, high, metrics_region.error_floor)
     note = ""
     if not np.allclose([searched.epsilon_low, searched.epsilon_high],
