@@ -70,7 +70,7 @@ def with_runs(chain: pd.DataFrame, i: int, runs) -> pd.DataFrame:
 
 
 def test_a_trained_points_probability_is_its_own_trainings_student_t(chain, laplace):  # noqa: F811
-    """P(one training >= u) from n >= OWN_TRAININGS (6, a settled point's) trainings of the point: the Student-t predictive law in logit(error) with
+    """P(one training >= u) from n >= REACH_TRAININGS (3) trainings of the point: the Student-t predictive law in logit(error) with
     its centre the trainings' mean logit, its scale their sd sqrt(1 + 1/n), n - 1 degrees of freedom (checked
     against scipy directly); and the answer says so."""
     problem, data = laplace
@@ -88,8 +88,8 @@ def test_a_trained_points_probability_is_its_own_trainings_student_t(chain, lapl
     assert "its own 6 trainings" in source
     low, high, _, _ = query.point_interval(point)
     assert low < np.mean(runs) < high
-    # fewer than OWN_TRAININGS (an unsettled point): the GP's
-    short = with_runs(chain, 0, runs[:5])
+    # fewer than REACH_TRAININGS: the GP's
+    short = with_runs(chain, 0, runs[:2])
     assert FrontQuery(problem, short, data, FAST, np.random.default_rng(0)).point_reach(point, 0.99)[1] == GP_SOURCE
 
 

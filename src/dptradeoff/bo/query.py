@@ -60,7 +60,8 @@ EDGE = 0.01                    # a share of the GPs' input box: an answer this n
 INWARD = 0.1                   # a share of the box: how far inside the edge test looks (`FrontQuery.edge`)
 ANSWER_TRAININGS = 6           # an answer rests on at least this many trainings of its own point (bo.query_round)
 NEAR_BUDGET = 4                # an epsilon question's search looks in [target / NEAR_BUDGET, target]
-OWN_TRAININGS = ANSWER_TRAININGS   # a point with this many trainings of its own (settled) has its probability from them
+OWN_TRAININGS = ANSWER_TRAININGS   # a point with this many trainings of its own (settled) has its interval from them
+REACH_TRAININGS = 3            # ... and from this many its probability of reaching a target (conservative at few)
 OWN_SOURCE = "its own {n} trainings (Student-t predictive, spread pooled with its neighbours; not a guarantee)"
 GP_SOURCE = "the GP (not a guarantee)"
 
@@ -346,7 +347,7 @@ class FrontQuery:
         return (float(logits.mean()), float(np.sqrt(max(logits.var(ddof=1), 1e-12) * (1 + 1 / len(runs)))),
                 float(len(runs) - 1))
 
-    def point_reach(self, point: np.ndarray, target: float, least: int = OWN_TRAININGS) -> tuple[float, str]:
+    def point_reach(self, point: np.ndarray, target: float, least: int = REACH_TRAININGS) -> tuple[float, str]:
         """(the probability that ONE new training of `point` reaches `target`, what it rests on): its own trainings'
         law (`own_law`) where it has `least` of them, else the GP's (`reach_probability`)."""
         law = self.own_law(point, least)
@@ -397,8 +398,10 @@ class FrontQuery:
                         nearest, evaluated, self.oracle_calls, low, high, INTERVAL_LEVEL, single,
                         self.trainings_at(point), self.edge(point, reach_target), probability_source=source)
         if reach_target is not None:
-            answer.reach_probability = self.point_reach(point, reach_target)[0]
+            answer.reach_probability, reach_source = self.point_reach(point, reach_target)
             answer.reach_level = REACH_LEVEL
+            if reach_source != source:   # 3-5 trainings: its probability from them, its interval still the GP's
+                answer.probability_source = f"probability: {reach_source}; interval: {source}"
         return answer
 
     def trainings_at(self, point: np.ndarray) -> list[float]:
@@ -537,7 +540,7 @@ class FrontQuery:
         points, epsilons = self._trained()
         probability = self.reach_probability(points, target) if len(points) else np.zeros(0)
         for i, point in enumerate(points):     # its own trainings' where it has enough (`point_reach`)
-            if len(self.trainings_at(point)) >= OWN_TRAININGS:
+            if len(self.trainings_at(point)) >= REACH_TRAININGS:
                 probability[i] = self.point_reach(point, target)[0]
         reaching = probability >= REACH_LEVEL
         if reaching.any():

@@ -46,8 +46,6 @@ LEVEL_STOP = 1.25    # it stops when its bracket is narrower than this factor
 LEVEL_BAND = 2.0     # a level is tried with candidates of epsilon in [level / LEVEL_BAND, level]: near it, where its
                      # privacy buys the most utility
 LOCAL_SCALES = (0.1, 0.03)   # candidates also around the trained points that matter (shares of the GPs' box)
-JUDGE_TRAININGS = 3  # a point the search trained is judged by its own trainings' law from this many (conservative at
-                     # few: a Student-t of n - 1 degrees of freedom), by the GP below
 EXACT_SEARCH = 256   # oracle epsilons per step where the ranking is not exact (`_in_range`)
 AROUND = 8           # candidates are also around this many trained points of best measured utility
 
@@ -197,8 +195,7 @@ class QuestionSearch:
                          if len(query.trainings_at(trained[i])) < ANSWER_TRAININGS]
             if unsettled:
                 points = np.concatenate([points, trained[unsettled]])
-                probability = np.concatenate([probability, [query.point_reach(trained[i], self.target,
-                                                                              least=JUDGE_TRAININGS)[0]
+                probability = np.concatenate([probability, [query.point_reach(trained[i], self.target)[0]
                                                             for i in unsettled]])
                 ranking = np.concatenate([ranking, epsilons[unsettled]])
             chosen = self._first_exact(query, points, np.lexsort((ranking, -probability)), floor, level)
@@ -208,7 +205,7 @@ class QuestionSearch:
             if not self._train(chosen):
                 return
             query = self._query()
-            reach, source = query.point_reach(chosen, self.target, least=JUDGE_TRAININGS)
+            reach, source = query.point_reach(chosen, self.target)
             log.info("%s utility >= %g: level %.3g, trained %s (epsilon %.3g): P %.2f from %s", self.problem.name,
                      self.target, level, query.as_dict(chosen), query.epsilon(chosen), reach, source)
             if reach >= REACH_LEVEL:
