@@ -70,9 +70,9 @@ def with_runs(chain: pd.DataFrame, i: int, runs) -> pd.DataFrame:
 
 
 def test_a_trained_points_probability_is_its_own_trainings_student_t(chain, laplace):  # noqa: F811
-    """P(one training >= u) from n >= REACH_TRAININGS (3) trainings of the point: the Student-t predictive law in logit(error) with
+    """P(one training >= u) from a settled point's n >= 6 trainings: the Student-t predictive law in logit(error) with
     its centre the trainings' mean logit, its scale their sd sqrt(1 + 1/n), n - 1 degrees of freedom (checked
-    against scipy directly); and the answer says so."""
+    against scipy directly); from 3-5, the spread pooled with its neighbours'; and the answer says so."""
     problem, data = laplace
     runs = [0.995, 0.996, 0.9955, 0.9962, 0.9958, 0.9951]
     evals = with_runs(chain, 0, runs)
@@ -88,6 +88,15 @@ def test_a_trained_points_probability_is_its_own_trainings_student_t(chain, lapl
     assert "its own 6 trainings" in source
     low, high, _, _ = query.point_interval(point)
     assert low < np.mean(runs) < high
+    # 3-5 trainings: centred on their mean, the spread pooled with the neighbours' (ReplicationNoise)
+    four = with_runs(chain, 0, runs[:4])
+    pooled = FrontQuery(problem, four, data, FAST, np.random.default_rng(0))
+    centre, scale, dof = pooled.own_law(point, 3)
+    unit = pooled.scaler.to_unit(point[None])
+    assert centre == pytest.approx(error_to_gp(1 - np.array(runs[:4])).mean())
+    assert scale == pytest.approx(np.sqrt(pooled.replication.at(unit, np.array([centre]))[0] * (1 + 1 / 4)))
+    assert dof == pytest.approx(pooled.replication.dof(unit, np.array([centre]))[0])
+    assert "its own 4 trainings" in pooled.point_reach(point, 0.99)[1]
     # fewer than REACH_TRAININGS: the GP's
     short = with_runs(chain, 0, runs[:2])
     assert FrontQuery(problem, short, data, FAST, np.random.default_rng(0)).point_reach(point, 0.99)[1] == GP_SOURCE

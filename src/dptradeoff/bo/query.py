@@ -331,21 +331,28 @@ class FrontQuery:
     # -- a trained point's own trainings ------------------------------------------------------------
     def own_law(self, point: np.ndarray, least: int = OWN_TRAININGS) -> tuple[float, float, float] | None:
         """(centre, scale, degrees of freedom) of the Student-t predictive law of ONE new training's logit(error) at a
-        trained `point` from its own trainings y_1..y_n alone (n >= `least`; else None):
-            centre = mean(y),  scale = s sqrt(1 + 1/n),  dof = n - 1,
-        s the trainings' sample sd: the classical predictive law of one more draw from a normal of unknown mean and
-        variance (exact there; the logit of the error makes a utility near 1 close to normal). Why not the GP's mean
-        and noise there: the GP smooths the point towards its neighbours, and where some part of the domain has
-        heavy tails its noise, learned once for the whole box, widens every point's law; and not the replication
-        variance pooled with its neighbours either (`ReplicationNoise`): its prior stages pool the whole chain, so
-        heavy tails elsewhere leak in too (a point's six trainings within 0.0003 of 0.9968 got P(>= 0.995) 0.90
-        pooled; tests/test_question_search.py)."""
+        trained `point` from its own trainings y_1..y_n (n >= `least`; else None):
+            centre = mean(y),  scale = s sqrt(1 + 1/n),
+        with n >= OWN_TRAININGS (a settled point) s the trainings' own sample sd and n - 1 degrees of freedom: the
+        classical predictive law of one more draw of a normal of unknown mean and variance, which uses nothing of
+        other points; with fewer, s^2 the replication variance pooled with its neighbours' (`ReplicationNoise`, its
+        own rows weighted by their n - 1 degrees of freedom) and the degrees of freedom that rests on (a t of 2 is
+        too wide to establish any probability from 3 trainings). Why not the GP's mean and noise: the GP smooths the
+        point towards its neighbours, and where some part of the domain has heavy tails its noise, learned once for
+        the whole box, widens every point's law (pooling carries some of that too: a point's six trainings within
+        0.0003 of 0.9968 got P(>= 0.995) 0.90 pooled, 1.00 from its own; tests/test_question_search.py)."""
         runs = np.asarray(self.trainings_at(point), dtype=float)
         if len(runs) < max(least, 2):
             return None
         logits = error_to_gp(1.0 - runs)
-        return (float(logits.mean()), float(np.sqrt(max(logits.var(ddof=1), 1e-12) * (1 + 1 / len(runs)))),
-                float(len(runs) - 1))
+        if len(runs) >= OWN_TRAININGS:
+            return (float(logits.mean()), float(np.sqrt(max(logits.var(ddof=1), 1e-12) * (1 + 1 / len(runs)))),
+                    float(len(runs) - 1))
+        # fewer: the spread pooled with its neighbours' (`ReplicationNoise`), whose degrees of freedom it rests on
+        unit, centre = self.scaler.to_unit(point[None, :]), np.array([logits.mean()])
+        s2 = self.replication.at(unit, centre)[0]
+        return (float(centre[0]), float(np.sqrt(max(s2, 1e-12) * (1 + 1 / len(runs)))),
+                float(self.replication.dof(unit, centre)[0]))
 
     def point_reach(self, point: np.ndarray, target: float, least: int = REACH_TRAININGS) -> tuple[float, str]:
         """(the probability that ONE new training of `point` reaches `target`, what it rests on): its own trainings'
