@@ -8,9 +8,12 @@ Its expectation has a closed form (`expected_utility`): with b the clamping bias
 E|b + Laplace(s)| = |b| + s exp(-|b| / s). So the exact front is known (`exact_front`), and a benchmark can
 measure how near a search comes to it (benchmarks/query_coverage.py).
 
-The noise here is numpy's, drawn from the pipeline's seeded `rng`. A library with its own secure noise
-(OpenDP's floating-point-safe Laplace, say) would set `seedable = False`: its rows replay in distribution,
-not bit for bit (docs/your-algorithm.md).
+The noise is the pipeline's exact Laplace on a grid (`dptradeoff.exact_noise`), drawn from the `rng` it is
+handed: the seeded one in a study, the cryptographic one in a release under `release.randomness: os`. The
+released number is then exactly the Laplace mechanism's, rounded to the grid (numpy's `rng.laplace` is not:
+its floating-point outputs can reveal the mean, Mironov 2012), and its epsilon is the one stated. A library
+with its own secure noise (OpenDP's, say) would set `seedable = False`: its rows replay in distribution, not
+bit for bit (docs/your-algorithm.md).
 
 The column here is Adult's ages (config/examples/laplace-mean.yaml); write them as a CSV of your own with
     ./in-env python examples/laplace_mean.py data/ages.csv
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dptradeoff import exact_noise
 from dptradeoff.problems.oracle import Data, Oracle
 
 
@@ -49,10 +53,16 @@ class ClampedLaplaceMean(Oracle):
         n = n if n is not None else len(self.own)
         return (point["upper"] - point["lower"]) / (n * point["scale"])
 
+    @staticmethod
+    def released_mean(point, values: np.ndarray, rng) -> float:
+        """The clamped mean plus Laplace noise of scale `scale`, sampled exactly on a grid (module doc)."""
+        lower, upper = point["lower"], point["upper"]
+        grid = exact_noise.laplace(point["scale"], (upper - lower) / len(values), 1, max(abs(lower), abs(upper)))
+        return float(grid.release(np.array([np.clip(values, lower, upper).mean()]), rng)[0])
+
     def utility(self, point, data, rng):
         values = self._values(data)
-        released = np.clip(values, point["lower"], point["upper"]).mean() + rng.laplace(0.0, point["scale"])
-        return float(max(0.0, 1.0 - abs(released - values.mean()) / 100.0))
+        return float(max(0.0, 1.0 - abs(self.released_mean(point, values, rng) - values.mean()) / 100.0))
 
     # A release of the mean (docs/release.md): the "model" is the released number, scored against the true
     # mean of the rows it is scored on (values clamped to [0, 100], so one row moves the score by <= 1/rows).
@@ -65,8 +75,7 @@ class ClampedLaplaceMean(Oracle):
         return {**point, "scale": (point["upper"] - point["lower"]) / (n * epsilon)}
 
     def train(self, point, data, rng):
-        values = self._values(data)
-        return float(np.clip(values, point["lower"], point["upper"]).mean() + rng.laplace(0.0, point["scale"]))
+        return self.released_mean(point, self._values(data), rng)
 
     def score(self, model, data):
         truth = np.clip(np.asarray(data.x_test, dtype=float)[:, 0], 0.0, 100.0).mean()

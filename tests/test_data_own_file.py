@@ -181,8 +181,8 @@ def _bad_files(tmp_path):
      r"^problems\.mine\.dataset is 'my-peple', which is not a dataset with train and test rows; use one of adult, "
      r"gisette, kddcup99, mnist, my-people, twitter \(your own under datasets: with source: file\), or omit it"),
     ({"path": "{tmp}/unlabelled.csv", "label": None}, {},
-     r"^release\.problem is mine, whose dataset my-people has no label column, so no released model can be scored; "
-     r"give datasets\.my-people a `label:`\.$"),
+     r"^release\.problem is mine, whose dataset my-people has no label column, and its trainer learns and scores "
+     r"labels; give datasets\.my-people a `label:`\.$"),
     ({"path": "{tmp}/people.csv"}, {"dataset": None},
      r"^release\.problem is mine, which has no dataset of the pipeline, so there are no private rows to release a "
      r"model from; give problems\.mine a `dataset:`"),

@@ -1,5 +1,6 @@
 """A release under `release.randomness: os` (docs/release.md): every draw of the built-in trainers from the
-cryptographic generator, float64 noise that passes the mechanism tests, and no seeded stream touched."""
+cryptographic generator, the noise sampled exactly on its grid (exact_noise.py) and read by the update alone,
+and no seeded stream touched."""
 import secrets
 
 import numpy as np
@@ -8,7 +9,7 @@ import torch
 from randomgen import ChaCha
 from scipy import stats
 
-from dptradeoff import secure_random
+from dptradeoff import exact_noise, secure_random
 from dptradeoff.release import run
 from dptradeoff.release.settings import ReleaseSettings
 from dptradeoff.train import batch as batch_module
@@ -33,51 +34,66 @@ def test_the_secure_generator_is_aes_counter_mode_keyed_from_the_os_and_a_seeded
 
 def test_the_linear_trainers_lots_and_noise_all_come_from_the_secure_generator():
     # replay the trainer's draws in Python from the same key: the lots by the same partial Fisher-Yates, each
-    # swap from rng.integers (not the SplitMix64 stream), then the step's d + 1 normals
+    # swap from rng.integers (not the SplitMix64 stream), then the step's d + 1 exact grid noises K: each
+    # released sum is gamma (rint(sum / gamma) + K)
     rng = np.random.default_rng(0)
     x, y = (rng.random((30, 3)) < 0.5).astype(np.float32), np.where(rng.random(30) < 0.5, 1.0, -1.0)
     hp, key = DPSGDHyper(2, 7, 0.1, 1.3, 1.0), secrets.randbits(256)
     _, lots, noise = linear._train(x, y, "logistic", "sgd", hp, 1, _chacha(key), record=True)
+    grid = hp.release_grid(4)
     replay = _chacha(key)
     replay.integers(2**64, dtype=np.uint64)            # the SplitMix64 seed, drawn but unused when secure
     perm = np.arange(30)
+    state, digits, counts = exact_noise.scratch()
     for t in range(hp.steps(30)):
         for k in range(7):
             j = k + int(replay.integers(0, 30 - k))
             perm[[j, k]] = perm[[k, j]]
         assert np.array_equal(lots[0, t], perm[:7])
-        assert np.array_equal(noise[0, t], 2 * hp.clip * hp.noise * replay.standard_normal(4))
+        drawn = [exact_noise._draw(replay, state, digits, counts, grid.bits, False) for _ in range(4)]
+        summed = linear.clipped_gradient_sum("logistic", _weights_before(x, y, hp, lots, noise, t), linear.with_bias(x)[lots[0, t]],
+                                             y[lots[0, t]], hp.clip)[0]
+        released = summed + noise[0, t]
+        assert np.array_equal(np.rint(released / grid.spacing), np.rint(summed / grid.spacing) + drawn)
+
+
+def _weights_before(x, y, hp, lots, noise, t):
+    """The SGD weights before step t (0-based), from the recorded lots and noise (the released sums)."""
+    w = np.zeros(x.shape[1] + 1)
+    for s in range(t):
+        summed = linear.clipped_gradient_sum("logistic", w, linear.with_bias(x)[lots[0, s]], y[lots[0, s]], hp.clip)[0]
+        w = w - hp.learning_rate * (summed + noise[0, s]) / hp.lot_size
+    return w
 
 
 def test_a_secure_linear_step_releases_the_noised_sum_on_its_grid():
     rng = np.random.default_rng(1)
     x, y = (rng.random((40, 3)) < 0.5).astype(np.float32), np.where(rng.random(40) < 0.5, 1.0, -1.0)
-    hp = DPSGDHyper(1, 40, 1.0, 0.7, 1.0)       # one full-batch SGD step from w = 0: w = -g
+    hp = DPSGDHyper(1, 40, 1.0, 0.7, 1.0)       # one full-batch SGD step from w = 0: w = -released / m
+    spacing = hp.release_grid(4).spacing
     w = linear.train(x, y, "logistic", "sgd", hp, 1, secure_random.generator())[0]
-    grid = 2 * hp.clip * hp.noise * secure_random.SNAP
-    assert np.allclose(w * 40 / grid, np.round(w * 40 / grid), rtol=0, atol=1e-3)
+    assert np.allclose(w * 40 / spacing, np.round(w * 40 / spacing), rtol=0, atol=1e-6)
     plain = linear.train(x, y, "logistic", "sgd", hp, 1, np.random.default_rng(3))[0]
-    assert not np.allclose(plain * 40 / grid, np.round(plain * 40 / grid), rtol=0, atol=1e-3)
+    assert not np.allclose(plain * 40 / spacing, np.round(plain * 40 / spacing), rtol=0, atol=1e-3)
 
 
-def test_secure_mlp_noise_is_float64_gaussian_with_the_claimed_std_per_tensor():
-    # chi-square of the noise's quantiles per parameter tensor, from the trainer's own noised_average
+def test_secure_mlp_noise_is_the_exact_gaussian_on_the_networks_grid_per_tensor():
+    # the MLP step's release: every tensor's noised sum is gamma times an integer, gamma the grid of all the
+    # network's parameters, whatever the sum (0.3 and 0.7, near zero included: float32's fine spacing there no
+    # longer shows the sum); the update reads released / m. Chi-square of the noise's quantiles per tensor.
     from randomgen import AESCounter
 
-    source = batch_module.SecureNoise(np.random.Generator(AESCounter(key=7, counter=0)))   # a fixed key: repeatable
-    std = torch.tensor([0.8, 2.5])
-    for shape in ((2, 64, 30), (2, 64)):
-        grad = torch.zeros(shape)
-        noise = source.noised_average(grad, std, 1).double().numpy()
-        for b, s in enumerate(std.tolist()):
-            z = noise[b].ravel() / s
-            counts = np.histogram(stats.norm.cdf(z), bins=10, range=(0, 1))[0]
-            assert stats.chisquare(counts).pvalue > 1e-4, (shape, b, counts)
-    # float64, not float32 draws widened: almost none is a float32 value; and the far tail has its Gaussian mass
-    draws = source.rng.standard_normal(2_000_000)
-    assert np.mean(draws == draws.astype(np.float32)) < 1e-3
-    beyond = int((np.abs(draws) > 4.0).sum())            # expected 2e6 x 6.33e-5 = 127 (sd 11)
-    assert abs(beyond - 2e6 * 2 * stats.norm.sf(4.0)) < 5 * np.sqrt(2e6 * 2 * stats.norm.sf(4.0)), beyond
+    hp = DPSGDHyper(1, 128, 0.1, 1.0, 1.0)
+    grid = hp.release_grid(109_386)                 # MLP2's parameter count
+    source = batch_module.SecureNoise(np.random.Generator(AESCounter(key=7, counter=0)), grid)   # a fixed key
+    std = torch.tensor([2.0])
+    for shape, value in (((1, 64, 30), 0.0), ((1, 64), 0.3), ((1, 700), 0.7)):
+        released = source.noised_average(torch.full(shape, value), std, 128).double().numpy() * 128
+        steps = np.rint(released / grid.spacing)
+        assert np.allclose(released, steps * grid.spacing, rtol=2**-23, atol=0)    # float32 of gamma N / m
+        z = (steps * grid.spacing - value).ravel() / grid.drawn_scale
+        counts = np.histogram(stats.norm.cdf(z), bins=10, range=(0, 1))[0]
+        assert stats.chisquare(counts).pvalue > 1e-4, (shape, counts)
 
 
 def test_a_secure_mlp_release_draws_nothing_from_a_seeded_stream(monkeypatch):

@@ -187,7 +187,7 @@ def _add_release_problems(config: dict) -> None:
     from .problems import definition, resolve
     from .release.trainers import check_releasable
 
-    # before any tuning runs: the released problem has private rows with labels, its oracle has what a release
+    # before any tuning runs: the released problem has private rows (with labels for a built-in trainer), its oracle has what a release
     # calls, and its event is analysable
     _check_problem_dataset(config, settings.problem, config.get("problems", {}).get(settings.problem, {}))
     released = resolve(settings.problem, definition(config, settings.problem))
@@ -196,9 +196,12 @@ def _add_release_problems(config: dict) -> None:
                         f"private rows to release a model from; give problems.{settings.problem} a `dataset:` (a "
                         f"built-in one, or a file of your own under datasets:).")
     own = config.get("datasets", {}).get(released.dataset, {})
-    if own.get("source") == "file" and not own.get("label"):
+    from .release.trainers import oracle_target
+
+    # a statistic of your own scores the features alone; the built-in trainers learn and score labels
+    if getattr(oracle_target(released), "needs_labels", False) and own.get("source") == "file" and not own.get("label"):
         raise UserError(f"release.problem is {settings.problem}, whose dataset {released.dataset} has no label column, "
-                        f"so no released model can be scored; give datasets.{released.dataset} a `label:`.")
+                        f"and its trainer learns and scores labels; give datasets.{released.dataset} a `label:`.")
     check_releasable(released)
     if isinstance(settings.tuning, PublicTuning):
         released, public = (resolve(name, definition(config, name)).dataset

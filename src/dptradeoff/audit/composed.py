@@ -12,9 +12,11 @@ bound makes them hold together at 1 - alpha):
   first about 0 and of the second about their mean: an offset, or a contribution that varies, only
   raises it);
 - the canary's inclusion rate P(K_t >= 1) from below (Clopper-Pearson on the steps' counts);
-- its contribution c from below: the mean of the signed releases of the steps that drew it (one-sided t),
-  less the noise the trainer records there where it records it (the linear trainer does: the spread then
-  is the contribution's own, zero while the canary's gradient is at the clipping norm).
+- its contribution c from below: the mean of the signed releases of the steps that drew it (one-sided t).
+  The noise the trainer records (the linear trainer does) is not subtracted: the bound would then rest on the
+  record, and a record biased on the steps that draw the canary would raise it. The record is checked
+  instead (`StepBounds.record_agrees`): on the steps without the canary it must equal the release, and on
+  those with it its signed mean must be the noise's, zero.
 
 The step the bounds describe is the Gaussian mechanism of sensitivity 2 c (the canary's and its twin's
 contributions differ by 2 c) on a lot drawn at rate q, which is what the accountant analyses. Its worst
@@ -54,7 +56,8 @@ class StepObservations:
     releases: np.ndarray       # (trainings, T)
     counts: np.ndarray         # (trainings, T) the canary's copies in the lot
     signs: np.ndarray          # (trainings,) or (trainings, T)
-    noise: np.ndarray | None = None   # (trainings, T) the noise the trainer says it added there, where it says
+    noise: np.ndarray | None = None   # (trainings, T) the noise the trainer says it added there, where it says:
+                                      # checked against the releases, never used in a bound
 
     @property
     def steps(self) -> int:
@@ -69,12 +72,26 @@ class StepObservations:
         return (self.releases * self._signs())[self.counts > 0]
 
     def contributions(self) -> np.ndarray:
-        """The signed releases of the steps that drew the canary, less the trainer's recorded noise where it
-        recorded it (the release is the audited number; a wrong record only adds spread, which the t bound pays),
-        per copy of the canary in the lot."""
-        drawn = self.releases if self.noise is None else self.releases - self.noise
+        """The signed releases of the steps that drew the canary, per copy of the canary in the lot: its
+        contribution plus the noise, from the releases alone (the record is not trusted: module doc)."""
         hit = self.counts > 0
-        return (drawn * self._signs())[hit] / self.counts[hit]     # per copy, where a lot drew it more than once
+        return (self.releases * self._signs())[hit] / self.counts[hit]
+
+    def record_agrees(self, confidence: float) -> bool | None:
+        """Whether the trainer's noise record agrees with the releases (None: no record): equal to them on the
+        steps without the canary, and, on the steps that drew it, a signed mean within the two-sided
+        `confidence` interval of zero-mean noise of their spread."""
+        if self.noise is None:
+            return None
+        missed = self.counts == 0
+        scale = max(1.0, float(np.max(np.abs(self.releases))))
+        if not np.allclose(self.noise[missed], self.releases[missed], rtol=0, atol=1e-9 * scale):
+            return False
+        signed = (self.noise * self._signs())[self.counts > 0]
+        if len(signed) < 2:
+            return True
+        spread = float(np.std(signed, ddof=1)) / math.sqrt(len(signed))
+        return bool(abs(float(np.mean(signed))) <= stats.norm.ppf(1 - (1 - confidence) / 2) * spread)
 
     def _signs(self) -> np.ndarray:
         return np.broadcast_to(np.asarray(self.signs, float).reshape(len(self.releases), -1), self.releases.shape)
@@ -98,6 +115,7 @@ class StepBounds:
     drawn_steps: int
     total_steps: int
     most_copies: int          # the most copies of the canary one lot drew (1 for lots of distinct rows)
+    record_agrees: bool | None = None   # the trainer's noise record against the releases (None: no record)
 
     def broken_premises(self, noise_std: float, rate: float, clip: float) -> list[str]:
         """What these bounds prove wrong (at their confidence) of a trainer that claims Gaussian noise of std
@@ -113,6 +131,8 @@ class StepBounds:
             broken.append(f"the canary contributes at least {self.contribution_lower:.4g}, above the clipping norm {clip:.4g}")
         if self.most_copies > 1:
             broken.append(f"a lot drew the canary {self.most_copies} times: lots are not sets of distinct rows")
+        if self.record_agrees is False:
+            broken.append("the trainer's noise record disagrees with its releases (not used in any bound)")
         return broken
 
     def detail(self) -> str:
@@ -148,7 +168,7 @@ def step_bounds(seen: StepObservations, confidence: float = bounds.CONFIDENCE) -
     spread = float(np.std(drawn, ddof=1)) / math.sqrt(len(drawn))
     contribution_lower = max(0.0, float(np.mean(drawn)) - stats.t.ppf(1 - alpha, len(drawn) - 1) * spread)
     return StepBounds(noise_upper, rate_lower, contribution_lower, confidence, len(noise), len(drawn), total,
-                      int(seen.counts.max()))
+                      int(seen.counts.max()), seen.record_agrees(1 - alpha))
 
 
 MAX_STEPS = 1000         # steps composed at most: fewer steps than the training's bound it from below (the adversary

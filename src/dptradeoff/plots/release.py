@@ -4,6 +4,7 @@ the price of private tuning, shown."""
 from __future__ import annotations
 
 import math
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -34,7 +35,8 @@ def release_figure(record: dict, out: str, config: str) -> None:
                     arrowprops=dict(arrowstyle="->", color="C0", lw=1))
     ax.set_xscale("log")
     ax.set_xlabel("ε")
-    ax.set_ylabel(f"{record['utility']} (release: test rows; front: tuning held-out rows)")
+    # wrapped to the axes' height: a utility's own name may be long, and the label must not run into the footer
+    ax.set_ylabel(textwrap.fill(f"{record['utility']} (release: test rows; front: tuning held-out rows)", 44), fontsize=8)
     ax.legend(fontsize=6, loc="lower right", framealpha=0.85)
     caption = (f"Releasing {record['problem']} at total (ε, δ) = ({total:.3g}, {record['guarantee']['delta']:g}): "
                f"the price of private tuning.")

@@ -30,6 +30,7 @@ class DPSGD(Oracle):
     accountant: Accountant = PLDAccountant()   # the tight one, or an RDP accountant (`privacy.accountant: rdp`)
     neighbouring = "replace-one"
     trace_axis = "epochs"   # a training of E epochs passes through every shorter one (train/linear.py, mlp.py)
+    needs_labels = True     # a release of it needs a dataset with labels (config.py)
 
     @property
     def conversion(self) -> str:

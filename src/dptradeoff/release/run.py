@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import UserError, __version__, paths, secure_random
+from .. import UserError, __version__, exact_noise, paths, secure_random
 from ..io import atomic_path, write_frame
 from ..privacy.accountant import Accountant
 from ..problems.evaluate import load_data, seedable
@@ -50,8 +50,8 @@ RANDOMNESS = {
                    "config's seed, so anyone holding the config and the data can replay it: an experiment, not a "
                    "release (set release.randomness: os)",
     "os": "the selection's and the trainings' draws (K, the candidates drawn, the lots, the noise, the initialisation, "
-          "the score noise) come from AES-128 in counter mode keyed with 128 bits of OS entropy, not recorded; the built-in "
-          "trainers' noise is float64 and their releases coarser than its sampler's output (docs/release.md); the "
+          "the score noise) come from AES-128 in counter mode keyed with 128 bits of OS entropy, not recorded; the score's "
+          "and the built-in trainers' noise is sampled exactly on a grid, the accounted noise rounded (docs/release.md); the "
           "row roles (tuning, training, validation) are the config seed's, as the tuning study's",
 }
 
@@ -119,6 +119,8 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
     if plan.total_epsilon > settings.epsilon:   # the plan's own check, once more where it matters
         raise AssertionError(f"the release's total epsilon {plan.total_epsilon} exceeds {settings.epsilon}")
 
+    score_grid = exact_noise.gaussian(settings.score_noise, 1 / (n_val - 1), 1, 1.0)   # scores are in [0, 1]
+
     def trial(rng):
         chosen = plan.candidates[int(rng.integers(len(plan.candidates)))]
         model = oracle.train(chosen.point, private.training, rng)
@@ -127,7 +129,7 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
             raise UserError(f"The score() of {problem.name}'s oracle returned {score}; it must be its utility "
                             f"({problem.utility}) in [0, 1], a mean over the validation rows (its sensitivity, "
                             f"1/validation rows, is what the score's noise is calibrated to).")
-        return score + rng.normal(0.0, settings.score_noise), (chosen, model)
+        return float(score_grid.release(np.array([score]), rng)[0]), (chosen, model)
 
     with _quiet_trials(settings):
         selected = random_stopping(trial, settings.selection.eta, settings.selection.mean_trials,

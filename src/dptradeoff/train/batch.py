@@ -74,11 +74,15 @@ class Batch:
         lots, noise = np.random.SeedSequence(entropy_words(s % 2**64 for s in self.seeds)).spawn(2)
         return lots, noise
 
-    def streams(self, dev) -> tuple[object, object]:
+    def streams(self, dev, coordinates: int | None = None) -> tuple[object, object]:
         """The lots' source (`draw_lots`) and the source of the noise (`noised_average`) and dropout draws: the
-        device generator, or for a secure batch its cryptographic generator (`SecureNoise`)."""
+        device generator, or for a secure batch its cryptographic generator and the exact noise on the grid of
+        a network of `coordinates` parameters (`SecureNoise`)."""
         if self.secure is not None:
-            return self.secure, SecureNoise(self.secure)
+            if self.width != 1 or coordinates is None:
+                raise ValueError("a secure batch is one network, and its noise needs the network's parameter count")
+            hyper = self.hypers[0]
+            return self.secure, SecureNoise(self.secure, hyper.release_grid(coordinates) if hyper.noise > 0 else None)
         lots, noise = self.stream_seeds
         return lot_source(lots, dev), torch_generator(noise, dev)
 
@@ -148,16 +152,18 @@ def noised_average(grad: torch.Tensor, generator, std: torch.Tensor, lot_size: i
 
 @dataclass(frozen=True)
 class SecureNoise:
-    """A release's noise (`secure_random`): float64 normals from the cryptographic generator (numpy's ziggurat
-    on 53-bit uniforms, no cap in the tails), added to the clipped sum in float64, and only the noised
-    average rounded to the trainer's float32: the released number's grid is 2^29 times coarser than the
-    sampler's, so its output pattern does not show through."""
+    """A release's noise (`secure_random`, `exact_noise`): the clipped sum released exactly on its grid from the
+    cryptographic generator (every coordinate of every tensor of the one network on the grid of all of them),
+    in float64; the update reads only the released value (divided by m, rounded to the trainer's float32:
+    post-processing). No grid: no noise (z = 0)."""
     rng: np.random.Generator
+    grid: object = None   # exact_noise.Grid
 
     def noised_average(self, grad: torch.Tensor, std: torch.Tensor, lot_size: int) -> torch.Tensor:
-        noise = torch.from_numpy(self.rng.standard_normal(tuple(grad.shape))).to(grad.device)
-        noised = noise.mul_(per_network(std.double(), noise)).add_(grad.double()).div_(lot_size)
-        return noised.to(grad.dtype)
+        if self.grid is None:
+            return grad / lot_size
+        released = self.grid.release(grad.detach().to("cpu", torch.float64).numpy(), self.rng)
+        return torch.from_numpy(released / lot_size).to(device=grad.device, dtype=grad.dtype)
 
 
 def uniform(shape, source) -> torch.Tensor:

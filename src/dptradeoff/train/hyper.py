@@ -19,3 +19,10 @@ class DPSGDHyper:
 
         return steps(n, self.lot_size, self.epochs)
 
+    def release_grid(self, coordinates: int):
+        """The exact grid a release's step adds its noise on (`exact_noise`): the Gaussian of sd 2 L z with
+        replace-one sensitivity 2 L on the clipped sum of `coordinates` parameters, each at most m L."""
+        from .. import exact_noise
+
+        return exact_noise.gaussian(2.0 * self.clip * self.noise, 2.0 * self.clip, coordinates, self.lot_size * self.clip)
+

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..secure_random import SNAP, is_secure
+from .. import exact_noise
+from ..secure_random import is_secure
 from .hyper import ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, DPSGDHyper
 
 LOSSES = ("logistic", "hinge", "squared")
@@ -187,9 +188,11 @@ def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None, checkpo
     else:
         start = TraceState(0, np.zeros((runs, d + 1 + BLOCK)), np.zeros((runs, d + 1)), np.zeros((runs, d + 1)),
                            np.arange(n, dtype=np.uint32), np.array([rng.integers(2**64, dtype=np.uint64)]), {})
+    grid = hp.release_grid(d + 1) if is_secure(rng) and hp.noise > 0 else None
     common = (*rows, d, norms, np.asarray(y, dtype=np.float64), LOSSES.index(loss), optimizer == "adam",
               steps, m, hp.clip, hp.noise, hp.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, runs,
-              start.splitmix[0], rng, is_secure(rng))
+              start.splitmix[0], rng, is_secure(rng), 0.0 if grid is None else grid.spacing,
+              0 if grid is None else grid.bits)
     if checkpoints is None:
         return _kernel(*common, record, lots, noise), lots, noise
     if start.weights.shape != (runs, d + 1 + BLOCK) or len(start.permutation) != n:
@@ -290,12 +293,12 @@ def _add(i, c, g, dense, indptr, indices, values):
 
 @numba.njit(**_FAST)
 def _step(t, wr, mu, nu, g, perm, state, rows, d, limit, y, loss, adam, m, clip, z, lr, beta1, beta2, kappa, rng,
-          secure, record, lot_out, noise_out):
+          secure, spacing, bits, scratch, record, lot_out, noise_out):
     """Step t (1-based) of one replication with weights wr and Adam moments mu, nu: a fresh lot from
     the SplitMix64 stream `state`, clipped gradients, N(0, (2 L z)^2) noise from rng, the update. With
     `secure` (a release's cryptographic rng, `secure_random`), the lot is drawn from rng too and each noised
-    sum is snapped to a grid of 2^-32 noise deviations (SNAP): what a step releases then carries none of the
-    floating-point pattern of the sampler's output, the gaps the known attacks read."""
+    sum is released exactly on the grid `spacing` (`exact_noise`, `DPSGDHyper.release_grid`; 0: no noise): what a step
+    releases is then exactly the distribution the accountant analyses."""
     n = len(y)
     # Partial Fisher-Yates: each perm[k] is uniform over the not-yet-chosen perm[k:], so perm[:m] is
     # a uniform m-subset, whatever order earlier steps (of this replication or another) left perm in.
@@ -317,14 +320,16 @@ def _step(t, wr, mu, nu, g, perm, state, rows, d, limit, y, loss, adam, m, clip,
         c = np.copysign(min(abs(c), limit[i]), c)  # c min(1, L / ||c x_i||)
         _add(i, c, g, *rows)
         g[d] += c
-    grid = 2.0 * clip * z * SNAP
     for f in range(d + 1):
-        e = 2.0 * clip * z * rng.standard_normal()
-        if record:
-            noise_out[f] = e
-        if secure and grid > 0.0:
-            g[f] = np.round((g[f] + e) / grid) * grid / m
+        if secure and spacing > 0.0:   # the update reads the released value alone, never the sum it came from
+            released = exact_noise.released_value(g[f], spacing, bits, False, rng, *scratch)
+            if record:
+                noise_out[f] = released - g[f]
+            g[f] = released / m
         else:
+            e = 2.0 * clip * z * rng.standard_normal()
+            if record:
+                noise_out[f] = e
             g[f] = (g[f] + e) / m
     if adam:
         mu[:] = beta1 * mu + (1 - beta1) * g[:d + 1]
@@ -336,7 +341,7 @@ def _step(t, wr, mu, nu, g, perm, state, rows, d, limit, y, loss, adam, m, clip,
 
 @numba.njit(**_FAST)
 def _kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, clip, z, lr,
-            beta1, beta2, kappa, runs, seed, rng, secure, record, lots, noise):
+            beta1, beta2, kappa, runs, seed, rng, secure, spacing, bits, record, lots, noise):
     """Weights (runs, d + 1) of `runs` replications, one after the other, from the arguments `_train`
     builds: each replication's draws follow the one before's in the two streams."""
     rows = (dense, indptr, indices, values)
@@ -345,19 +350,20 @@ def _kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, c
     g, mu, nu = np.empty(d + 1 + BLOCK), np.empty(d + 1), np.empty(d + 1)
     perm = np.arange(len(y), dtype=np.uint32)
     state = np.array([seed])
+    scratch = exact_noise.scratch()
     for r in range(runs):
         mu[:], nu[:] = 0.0, 0.0
         for t in range(1, steps + 1):
             _step(t, w[r], mu, nu, g, perm, state, rows, d, limit, y, loss, adam, m, clip, z, lr, beta1, beta2,
-                  kappa, rng, secure, record, lots[r, t - 1] if record else lots[0, 0],
+                  kappa, rng, secure, spacing, bits, scratch, record, lots[r, t - 1] if record else lots[0, 0],
                   noise[r, t - 1] if record else noise[0, 0])
     return w[:, :d + 1].copy()
 
 
 @numba.njit(**_FAST)
 def _trace_kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps, m, clip, z, lr,
-                  beta1, beta2, kappa, runs, seed, rng, secure, checkpoints, lots, noise, moments, start, w, mu, nu, perm,
-                  state):
+                  beta1, beta2, kappa, runs, seed, rng, secure, spacing, bits, checkpoints, lots, noise, moments, start, w,
+                  mu, nu, perm, state):
     """Weights (len(checkpoints), runs, d + 1) after each checkpoint step: the replications advance
     together, step by step, so the draws of the first T steps are the same whatever the total, and
     the weights at checkpoint T are those of a training of T steps from the same Generator state.
@@ -371,10 +377,11 @@ def _trace_kernel(dense, indptr, indices, values, d, norms, y, loss, adam, steps
     record = lots.shape[0] > 0
     c = 0
     spare_lot, spare_noise = np.zeros(m, np.int64), np.zeros(d + 1)
+    scratch = exact_noise.scratch()
     for t in range(start + 1, steps + 1):
         for r in range(runs):
             _step(t, w[r], mu[r], nu[r], g, perm, state, rows, d, limit, y, loss, adam, m, clip, z, lr, beta1, beta2,
-                  kappa, rng, secure, record, lots[r, t - 1] if record else spare_lot,
+                  kappa, rng, secure, spacing, bits, scratch, record, lots[r, t - 1] if record else spare_lot,
                   noise[r, t - 1] if record else spare_noise)
         while c < len(checkpoints) and checkpoints[c] == t:
             out[c] = w[:, :d + 1]

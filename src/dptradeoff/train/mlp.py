@@ -116,7 +116,7 @@ def train_batch(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, batch: 
     params = init_batch(ARCHITECTURES[arch], batch, dev)
     mu = [torch.zeros_like(p) for p in params]
     nu = [torch.zeros_like(p) for p in params]
-    lots, stream = batch.streams(dev)
+    lots, stream = batch.streams(dev, sum(p[0].numel() for p in params))
     std = batch.noise_std(dev)
     clip, lr = batch.clips(dev), batch.rates(dev)
     pieces = parts(width, dev)
