@@ -96,6 +96,26 @@ def _exact_delta(grid: exact_noise.Grid, v: np.ndarray, w: np.ndarray, eps: floa
     return float(np.maximum(0.0, pv - math.exp(eps) * pw).sum())
 
 
+def _exact_delta_1d(grid: exact_noise.Grid, v: float, w: float, eps: float, reach: int) -> float:
+    jv, jw = int(np.rint(v / grid.spacing)), int(np.rint(w / grid.spacing))
+    ks = np.arange(min(jv, jw) - reach, max(jv, jw) + reach + 1)
+    pv, pw = _pmf_on(grid, ks - jv), _pmf_on(grid, ks - jw)
+    assert (pw[pv > 1e-250] > 0).all()
+    return float(np.maximum(0.0, pv - math.exp(eps) * pw).sum())
+
+
+@pytest.mark.parametrize("z", [0.5, 1.0, 3.0])
+def test_a_released_score_is_as_private_as_the_accountant_says(z):
+    # the release's noisy score (one coordinate, sensitivity 1 / (validation rows - 1)) on a coarse grid
+    sensitivity = 1 / 999
+    grid = exact_noise.Grid(z * sensitivity, sensitivity, 1, 1.0, grid_bits=3)
+    reach = int(14 * grid.drawn_scale / grid.spacing)
+    for eps in (0.0, 0.5, 2.0):
+        for v in (0.49 * grid.spacing, 0.51 * grid.spacing, 0.7):
+            for w in (v - sensitivity, v + sensitivity):
+                assert _exact_delta_1d(grid, v, w, eps, reach) <= _gaussian_delta(1 / z, eps) + 1e-12, (z, eps, v)
+
+
 @pytest.mark.parametrize("z", [0.5, 1.0, 3.0])
 def test_the_released_integers_are_as_private_as_the_accountant_says(z):
     # a coarse grid (b = 3: 2^c = 8 sqrt(2) Z steps a drawn sd) on two coordinates, neighbours at the sensitivity

@@ -6,11 +6,8 @@ instructions where it has them), keyed with 128 bits from the operating system (
 recorded: a counter-mode block cipher is the generator NIST's CTR_DRBG builds on. It draws normals at about
 PCG64's speed (11.6 ns against ChaCha20's 23 ns here). Every draw a built-in trainer makes for a release comes
 from it when it is handed one (`is_secure`): the linear trainer's lots and noise (`train/linear.py`), the
-MLPs' initialisation, lots and noise (`train/batch.py`). Its normals are numpy's ziggurat on 53-bit
-uniforms, in float64, and each noised sum is snapped to a grid of SNAP noise deviations (linear) or rounded
-to float32 from float64 (MLP): the released numbers are then far coarser than the sampler's output, so the
-gaps in the set of floats a sampler can produce, which the floating-point attacks on Laplace (Mironov 2012)
-and Gaussian samplers (Jin et al. 2022) read, do not reach the release.
+MLPs' initialisation, lots and noise (`train/batch.py`). The noise itself is sampled exactly on a grid from
+its random bits (`exact_noise`): the released numbers have exactly the distribution the accountant analyses.
 """
 from __future__ import annotations
 
@@ -19,7 +16,6 @@ import secrets
 import numpy as np
 
 CHACHA_ROUNDS = 20    # a ChaCha generator counts as secure with at least these rounds
-SNAP = 2.0 ** -32     # the linear trainer's release grid, in noise deviations (2 L z)
 
 
 def generator() -> np.random.Generator:
