@@ -36,6 +36,7 @@ compute each output's exact probability; `enumerate_attempt`).
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
@@ -50,6 +51,7 @@ MAX_DIGITS = 20              # a lazy uniform grows to at most this many digits 
 _SLOTS = 4                   # lazy uniforms alive at once: the fraction, two of a descending run, one spare
 ACCEPTED, REJECTED, SHORT = 0, 1, 2   # an attempt's outcome; short: the digits ran out (an array)
 _SAFETY = 1.0 + 2.0 ** -40   # covers the rounding of sigma' itself
+PARALLEL_FROM = 4096         # a vector at least this long is drawn in parallel parts where more generators are given
 
 
 @dataclass(frozen=True)
@@ -89,13 +91,21 @@ class Grid:
         """gamma, the released values' grid."""
         return math.ldexp(self.drawn_scale, -self.bits)
 
-    def release(self, values, rng: np.random.Generator) -> np.ndarray:
-        """gamma (rint(v / gamma) + K) for every value (float64, the shape of `values`)."""
+    def release(self, values, rng: np.random.Generator, more: tuple[np.random.Generator, ...] = ()) -> np.ndarray:
+        """gamma (rint(v / gamma) + K) for every value (float64, the shape of `values`). With `more` generators,
+        a long vector is cut into 1 + len(more) parts, each drawn from its own generator in its own thread (the
+        samplers release the GIL): the same distribution, independent draws."""
         flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
         if len(flat) > self.coordinates:
             raise ValueError(f"{len(flat)} values released on a grid made for {self.coordinates}")
-        out = _release(flat, self.spacing, self.bits, self.laplace, rng)
-        return out.reshape(np.shape(values))
+        sources = (rng, *more) if len(flat) >= PARALLEL_FROM else (rng,)
+        if len(sources) == 1:
+            return _release(flat, self.spacing, self.bits, self.laplace, rng).reshape(np.shape(values))
+        parts = np.array_split(flat, len(sources))
+        with ThreadPoolExecutor(len(sources)) as pool:
+            drawn = list(pool.map(lambda part, source: _release(part, self.spacing, self.bits, self.laplace, source),
+                                  parts, sources))
+        return np.concatenate(drawn).reshape(np.shape(values))
 
 
 def gaussian(sd: float, sensitivity: float, coordinates: int, bound: float) -> Grid:

@@ -25,6 +25,18 @@ def generator() -> np.random.Generator:
     return np.random.Generator(AESCounter(key=secrets.randbits(128), counter=0))
 
 
+def generators_from(rng: np.random.Generator, count: int) -> tuple[np.random.Generator, ...]:
+    """`count` more AES counter-mode Generators, each keyed with 128 bits drawn from `rng` (a secure one: their
+    keys, like its own, are never recorded): parallel streams for a release's threads."""
+    from randomgen import AESCounter
+
+    def key() -> int:
+        high, low = (int(word) for word in rng.integers(2**64, size=2, dtype=np.uint64))
+        return high << 64 | low
+
+    return tuple(np.random.Generator(AESCounter(key=key(), counter=0)) for _ in range(count))
+
+
 def is_secure(rng) -> bool:
     """Whether `rng` is a Generator over a cryptographically secure bit generator: AES counter mode
     (`generator`'s), or ChaCha with at least CHACHA_ROUNDS rounds."""

@@ -21,6 +21,7 @@ drawn afresh every step and independently of the other networks': the lots `dpsg
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,7 +83,8 @@ class Batch:
             if self.width != 1 or coordinates is None:
                 raise ValueError("a secure batch is one network, and its noise needs the network's parameter count")
             hyper = self.hypers[0]
-            return self.secure, SecureNoise(self.secure, hyper.release_grid(coordinates) if hyper.noise > 0 else None)
+            return self.secure, SecureNoise.on_all_cores(self.secure, hyper.release_grid(coordinates) if hyper.noise > 0
+                                                         else None)
         lots, noise = self.stream_seeds
         return lot_source(lots, dev), torch_generator(noise, dev)
 
@@ -158,11 +160,18 @@ class SecureNoise:
     post-processing). No grid: no noise (z = 0)."""
     rng: np.random.Generator
     grid: object = None   # exact_noise.Grid
+    threads: tuple = ()   # more generators keyed from rng: a long tensor's noise is drawn in parallel parts
+
+    @classmethod
+    def on_all_cores(cls, rng: np.random.Generator, grid) -> "SecureNoise":
+        from ..secure_random import generators_from
+
+        return cls(rng, grid, generators_from(rng, max(0, min(os.cpu_count() or 1, 8) - 1)))
 
     def noised_average(self, grad: torch.Tensor, std: torch.Tensor, lot_size: int) -> torch.Tensor:
         if self.grid is None:
             return grad / lot_size
-        released = self.grid.release(grad.detach().to("cpu", torch.float64).numpy(), self.rng)
+        released = self.grid.release(grad.detach().to("cpu", torch.float64).numpy(), self.rng, self.threads)
         return torch.from_numpy(released / lot_size).to(device=grad.device, dtype=grad.dtype)
 
 
