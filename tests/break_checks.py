@@ -109,11 +109,11 @@ AUDIT_BUGS = {
 SECURE_BUGS = {
     "secure release: lots from the SplitMix64 stream": [(LINEAR, "(rng.integers(0, n - k) if secure else _below(state, n - k))",
                                                          "_below(state, n - k)")],
-    "secure release: the linear noised sum not snapped": [(LINEAR, "        if secure and grid > 0.0:",
-                                                           "        if False:")],
+    "secure release: the linear noised sum not on the exact grid": [(LINEAR, "        if secure and spacing > 0.0:",
+                                                                     "        if False:")],
     "secure release: the MLP's noise from torch's float32 stream": [
-        ("src/dptradeoff/train/batch.py", "        if self.secure is not None:\n            return self.secure, SecureNoise(self.secure)",
-         "        if False:\n            return self.secure, SecureNoise(self.secure)")],
+        ("src/dptradeoff/train/batch.py", "        if self.secure is not None:\n            if self.width != 1",
+         "        if False:\n            if self.width != 1")],
     "secure release: the trials' generator seeded by PCG64": [("src/dptradeoff/release/run.py",
                                                               "        return secure_random.generator()",
                                                               "        return np.random.default_rng()")],
@@ -126,6 +126,25 @@ BUG_FILES.update({name: ["tests/test_resume.py"] for name in RESUME_BUGS})
 BUG_FILES.update({name: ["tests/test_audit_composed.py"] for name in AUDIT_BUGS})
 BUGS.update(SECURE_BUGS)
 BUG_FILES.update({name: ["tests/test_secure_release.py"] for name in SECURE_BUGS})
+NOISE = "src/dptradeoff/exact_noise.py"
+NOISE_BUGS = {   # issue 59: what is released is the distribution the accountant analyses
+    "noise: Karney's fraction trial a (2k + 3)-sided die": [(NOISE, "_below(src, state, width, digits, counts, 2 * k + 2)",
+                                                             "_below(src, state, width, digits, counts, 2 * k + 3)")],
+    "noise: the grid's rounding not paid for": [(NOISE, "return self.scale / (1.0 - 2.0 ** (1 - self.grid_bits)) * _SAFETY",
+                                                 "return self.scale")],
+    "noise: the score's noise added in floating point": [
+        ("src/dptradeoff/release/run.py", "return float(score_grid.release(np.array([score]), rng)[0]), (chosen, model)",
+         "return score + rng.normal(0.0, settings.score_noise), (chosen, model)")],
+    "noise: the Laplace example's noise from numpy": [
+        ("examples/laplace_mean.py", "return float(grid.release(np.array([np.clip(values, lower, upper).mean()]), rng)[0])",
+         "return float(np.clip(values, lower, upper).mean() + rng.laplace(0.0, point['scale']))")],
+    "audit: the trainer's noise record subtracted from the releases": [
+        (COMPOSED, "return (self.releases * self._signs())[hit] / self.counts[hit]",
+         "return ((self.releases - (0 if self.noise is None else self.noise)) * self._signs())[hit] / self.counts[hit]")],
+}
+BUGS.update(NOISE_BUGS)
+EXACT, STATISTIC = "tests/test_exact_noise.py", "tests/test_release_statistic.py"
+BUG_FILES.update(zip(NOISE_BUGS, ([EXACT], [EXACT], [STATISTIC], [STATISTIC], ["tests/test_audit_composed.py"])))
 
 
 def planted(tree: Path, changes: list[tuple[str, str, str]]) -> None:
