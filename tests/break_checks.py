@@ -132,6 +132,11 @@ NOISE_BUGS = {   # issue 59: what is released is the distribution the accountant
                                                              "_below(src, state, width, digits, counts, 2 * k + 3)")],
     "noise: the grid's rounding not paid for": [(NOISE, "return self.scale / (1.0 - 2.0 ** (1 - self.grid_bits)) * _SAFETY",
                                                  "return self.scale")],
+    "noise: the MLP's float64 noise rounded to float32, no grid": [
+        ("src/dptradeoff/train/batch.py",
+         "released = self.grid.release(grad.detach().to(\"cpu\", torch.float64).numpy(), self.rng, self.threads)",
+         "released = (grad.detach().to(\"cpu\", torch.float64) + self.grid.drawn_scale * torch.from_numpy("
+         "self.rng.standard_normal(tuple(grad.shape)))).numpy()")],
     "noise: the score's noise added in floating point": [
         ("src/dptradeoff/release/run.py", "return float(score_grid.release(np.array([score]), rng)[0]), (chosen, model)",
          "return score + rng.normal(0.0, settings.score_noise), (chosen, model)")],
@@ -144,7 +149,8 @@ NOISE_BUGS = {   # issue 59: what is released is the distribution the accountant
 }
 BUGS.update(NOISE_BUGS)
 EXACT, STATISTIC = "tests/test_exact_noise.py", "tests/test_release_statistic.py"
-BUG_FILES.update(zip(NOISE_BUGS, ([EXACT], [EXACT], [STATISTIC], [STATISTIC], ["tests/test_audit_composed.py"])))
+BUG_FILES.update(zip(NOISE_BUGS, ([EXACT], [EXACT], ["tests/test_secure_release.py"], [STATISTIC], [STATISTIC],
+                                  ["tests/test_audit_composed.py"])))
 
 
 def planted(tree: Path, changes: list[tuple[str, str, str]]) -> None:
