@@ -152,6 +152,8 @@ def test_the_laplace_statistic_is_pure_epsilon_on_its_grid():
 def test_a_grid_refuses_values_too_far_for_it_and_releases_on_its_spacing():
     with pytest.raises(ValueError, match="too far apart"):
         exact_noise.gaussian(1e-12, 1.0, 10, 1e6)
+    with pytest.raises(ValueError, match="more than 2\\^40"):      # j + K would leave float64's integers
+        exact_noise.gaussian(2.0**38, 1.0, 256, 1.0)
     grid = exact_noise.gaussian(0.3, 0.1, 5, 2.0)
     out = grid.release(np.linspace(-2, 2, 5), secure_random.generator())
     assert np.array_equal(np.rint(out / grid.spacing) * grid.spacing, out)     # the float of an integer's multiple

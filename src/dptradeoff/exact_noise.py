@@ -46,6 +46,8 @@ from numba.extending import overload
 
 GRID_BITS = 18               # b: the input's rounding costs 2^(1 - b) = 7.6 ppm more noise than the nominal
 MAX_QUOTIENT = 2.0 ** 50     # |v| / gamma at most this: rint(v / gamma) is then within 5/8 of v / gamma
+MAX_BITS = 40                # c at most this: j + K stays below 2^53 (exact in float64, no int64 overflow) unless
+                             # |N| > 2^12
 GENERATOR_BITS = 53          # the bits of one digit drawn from a Generator (its 53-bit uniforms)
 MAX_DIGITS = 20              # a lazy uniform grows to at most this many digits (a tie of 1,000 bits: then it raises)
 _SLOTS = 4                   # lazy uniforms alive at once: the fraction, two of a descending run, one spare
@@ -70,9 +72,13 @@ class Grid:
         if not (self.scale > 0 and self.sensitivity > 0 and self.coordinates >= 1 and self.bound >= 0):
             raise ValueError(f"a noise grid needs a positive scale and sensitivity, at least one coordinate and a "
                              f"bound >= 0, got {self}")
-        if self.bound / self.spacing > MAX_QUOTIENT or self.bits + 1 > 62:
-            raise ValueError(f"values up to {self.bound:g} against noise of scale {self.scale:g} are too far apart "
-                             f"for the exact grid (2^{self.bits} steps a scale); use more noise or a smaller bound")
+        if self.bits > MAX_BITS:
+            raise ValueError(f"an exact grid for {self.coordinates} coordinates at noise {self.scale:g} against sensitivity "
+                             f"{self.sensitivity:g} needs 2^{self.bits} steps a scale, more than 2^{MAX_BITS}; release "
+                             f"fewer coordinates together or at a smaller noise multiplier")
+        if self.bound / self.spacing > MAX_QUOTIENT:
+            raise ValueError(f"values up to {self.bound:g} against noise of scale {self.scale:g} are too far apart for "
+                             f"the exact grid (2^{self.bits} steps a scale); use more noise or a smaller bound")
 
     @property
     def drawn_scale(self) -> float:

@@ -154,10 +154,10 @@ def noised_average(grad: torch.Tensor, generator, std: torch.Tensor, lot_size: i
 
 @dataclass(frozen=True)
 class SecureNoise:
-    """A release's noise (`secure_random`, `exact_noise`): the clipped sum released exactly on its grid from the
-    cryptographic generator (every coordinate of every tensor of the one network on the grid of all of them),
-    in float64; the update reads only the released value (divided by m, rounded to the trainer's float32:
-    post-processing). No grid: no noise (z = 0)."""
+    """A release's noise (`secure_random`, `exact_noise`): the clipped sum (float64: a release trains in float64,
+    mlp.train_batch) released exactly on its grid from the cryptographic generator (every coordinate of every
+    tensor of the one network on the grid of all of them); the update reads only the released value divided by
+    m (post-processing). No grid: no noise (z = 0)."""
     rng: np.random.Generator
     grid: object = None   # exact_noise.Grid
     threads: tuple = ()   # more generators keyed from rng: a long tensor's noise is drawn in parallel parts
