@@ -109,7 +109,7 @@ AUDIT_BUGS = {
 SECURE_BUGS = {
     "secure release: lots from the SplitMix64 stream": [(LINEAR, "(rng.integers(0, n - k) if secure else _below(state, n - k))",
                                                          "_below(state, n - k)")],
-    "secure release: the linear noised sum not on the exact grid": [(LINEAR, "        if secure and spacing > 0.0:",
+    "secure release: the linear noised sum not on the exact grid": [(LINEAR, "        if spacing > 0.0:",
                                                                      "        if False:")],
     "secure release: the MLP's noise from torch's float32 stream": [
         ("src/dptradeoff/train/batch.py", "        if self.secure is not None:\n            if self.width != 1",

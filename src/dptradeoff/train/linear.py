@@ -188,11 +188,11 @@ def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None, checkpo
     else:
         start = TraceState(0, np.zeros((runs, d + 1 + BLOCK)), np.zeros((runs, d + 1)), np.zeros((runs, d + 1)),
                            np.arange(n, dtype=np.uint32), np.array([rng.integers(2**64, dtype=np.uint64)]), {})
-    grid = hp.release_grid(d + 1) if is_secure(rng) and hp.noise > 0 else None
+    secure = is_secure(rng)
+    grid = hp.release_grid(d + 1) if secure and hp.noise > 0 else None
     common = (*rows, d, norms, np.asarray(y, dtype=np.float64), LOSSES.index(loss), optimizer == "adam",
               steps, m, hp.clip, hp.noise, hp.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, runs,
-              start.splitmix[0], rng, is_secure(rng), 0.0 if grid is None else grid.spacing,
-              0 if grid is None else grid.bits)
+              start.splitmix[0], rng, secure, 0.0 if grid is None else grid.spacing, 0 if grid is None else grid.bits)
     if checkpoints is None:
         return _kernel(*common, record, lots, noise), lots, noise
     if start.weights.shape != (runs, d + 1 + BLOCK) or len(start.permutation) != n:
@@ -321,7 +321,7 @@ def _step(t, wr, mu, nu, g, perm, state, rows, d, limit, y, loss, adam, m, clip,
         _add(i, c, g, *rows)
         g[d] += c
     for f in range(d + 1):
-        if secure and spacing > 0.0:   # the update reads the released value alone, never the sum it came from
+        if spacing > 0.0:   # (a secure step's grid) the update reads the released value alone, never the sum it came from
             released = exact_noise.released_value(g[f], spacing, bits, False, rng, *scratch)
             if record:
                 noise_out[f] = released - g[f]

@@ -114,7 +114,7 @@ def train_batch(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, batch: 
     # 1e-13, far inside the 7.6 ppm its exact noise pays for the grid (exact_noise); float32 sums of a lot can be
     # off by more
     real = torch.float64 if batch.secure is not None else torch.float32
-    xs = torch.as_tensor(np.array(x, dtype=np.float64 if batch.secure is not None else np.float32), device=dev)
+    xs = torch.as_tensor(np.array(x, dtype=np.float32), device=dev).to(real)
     ys = torch.as_tensor(np.asarray(y, dtype=np.int64), device=dev)
     n, m, width = len(xs), batch.lot_size, batch.width
     params = [p.to(real) for p in init_batch(ARCHITECTURES[arch], batch, dev)]
