@@ -17,6 +17,7 @@ rule query:
         problem=lambda wildcards: problem_definition(wildcards.problem),
         conversion=ACCOUNTING,
         settings=lambda wildcards: bo_settings(),
+        seconds=lambda wildcards: problem_settings(wildcards.problem).get("seconds", {}).get("question"),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         seed=config["seed"],
     threads: 1

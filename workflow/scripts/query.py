@@ -11,7 +11,8 @@ from dptradeoff.problems.tables import write_frame  # noqa: E402
 with rule_context(snakemake):
     w, p = snakemake.wildcards, snakemake.params
     problem = resolve(w.problem, p.problem, p.conversion)
-    row = answer_and_train(problem, snakemake.input.chain, w.kind, float(w.target), p.settings, p.repeats, p.seed, 0)
+    row = answer_and_train(problem, snakemake.input.chain, w.kind, float(w.target), p.settings, p.repeats, p.seed, 0,
+                           seconds=p.seconds)
     write_frame(row, snakemake.output[0], {"problem": w.problem, "question": row["question"].iloc[0],
                                            "definition": p.problem, "repeats": p.repeats,
                                            "source_label": row["source_label"].iloc[0], **replay_provenance(problem),

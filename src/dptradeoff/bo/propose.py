@@ -75,6 +75,7 @@ class Settings:
     path_value: bool = False        # traced chains, hvpoi-region: a training is worth the front its whole path adds
     query_every: int = 4            # with declared queries, every this-many-th round steers towards one (0: never)
     question_trainings: int = 8     # each declared question's own search after the chain, in trainings (bo.question_search)
+    question_seconds: float = 10.0  # ... and in seconds where a training is cheap (bo.timed_questions; 0: never)
 
     @classmethod
     def from_config(cls, dpareto: dict, statistics: dict | None = None) -> "Settings":
@@ -93,7 +94,8 @@ class Settings:
                    resume=bool(dpareto.get("resume", cls.resume)) and bool(dpareto.get("traces", False)),
                    path_value=bool(dpareto.get("path_value", cls.path_value)) and bool(dpareto.get("traces", False)),
                    query_every=int(dpareto.get("query_every", cls.query_every)),
-                   question_trainings=int(dpareto.get("question_trainings", cls.question_trainings)))
+                   question_trainings=int(dpareto.get("question_trainings", cls.question_trainings)),
+                   question_seconds=float(dpareto.get("question_seconds", cls.question_seconds) or 0.0))
 
     @property
     def paper(self) -> bool:

@@ -114,6 +114,16 @@ class Answer:
         return out
 
 
+LISTED_TRAININGS = 12   # an answer's trainings printed one by one, at most (fresh ones run to thousands)
+
+
+def trainings_text(values) -> str:
+    """An answer's single trainings for a reader: each, or the first LISTED_TRAININGS and how many in all."""
+    values = [float(u) for u in values]
+    shown = ", ".join(f"{u:.4f}" for u in values[:LISTED_TRAININGS])
+    return shown if len(values) <= LISTED_TRAININGS else f"{shown}, ... ({len(values)} in all, mean {np.mean(values):.4f})"
+
+
 def rows_at(evals: pd.DataFrame, names: list[str], point) -> np.ndarray:
     """Which rows of `evals` are trainings of hyperparameter `point` (an array in `names` order; to 1e-9)."""
     return np.all(np.isclose(evals[names].to_numpy(float), np.asarray(point, dtype=float)[None, :], rtol=1e-9,

@@ -14,6 +14,7 @@ from ..problems.evaluate import load_data
 from ..problems.tables import read_frame
 from ..study import evaluation_files, every_point
 from ..privacy.accountant import accounting_name
+from ..bo.query import trainings_text
 from ..bo.support import SUPPORT_LABEL
 
 GUARANTEE = ("epsilon: computed by the problem's privacy oracle at its delta (a guarantee, as far as the oracle is "
@@ -152,10 +153,13 @@ def print_rule_answer(problem, row, path: str) -> None:
         print(f"  one new training reaches {row['target']:g} with probability {row['reach_probability']:.2f} (from "
               f"{row.get('probability_source', 'the GP')})")
     trainings = list(row["trainings"]) if row.get("trainings") is not None else []
-    print(f"  rests on {len(trainings)} trainings of its own (measured): " + ", ".join(f"{u:.4f}" for u in trainings))
+    fresh = int(row.get("fresh_trainings", 0) or 0)
+    print(f"  rests on {len(trainings)} " + ("fresh trainings made after it was chosen" if fresh else
+                                             "trainings of its own") + " (measured): " + trainings_text(trainings))
     print(f"  retrained {int(row['repeats'])} times: mean {problem.utility} {row['utility']:.4f} "
           f"(min {row['utility_min']:.4f}, max {row['utility_max']:.4f})")
     print(f"  spent: {int(row.get('search_trainings', 0) or 0)} trainings searching, "
-          f"{int(row.get('added_trainings', 0) or 0)} settling" + (f"; {row['search_note']}" if row.get("search_note") else ""))
+          f"{int(row.get('added_trainings', 0) or 0)} settling, {fresh} fresh; budget: {row.get('budget', 'count')}"
+          + (f"; {row['search_note']}" if row.get("search_note") else ""))
     if row.get("edge"):
         print(f"  At the edge of the domain, where it binds: {row['edge']}. A wider domain may give a better answer.")

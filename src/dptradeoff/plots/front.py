@@ -217,7 +217,7 @@ def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.
     the target, the trainings the answer rests on and those settling it added, realised utility of its
     retrainings, the share of them inside the interval (utility answers: reaching the target), and the domain
     bounds it sits at)."""
-    from ..bo.query import front
+    from ..bo.query import front, trainings_text
 
     table = front(problem, every_point(evaluations)).assign(kind="front")
     rows = [table]
@@ -232,11 +232,12 @@ def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.
                                                               "runs_in_interval", "runs_reaching_target",
                                                               "search_trainings", "added_trainings", "search_note",
                                                               "edge")},
-                                   "trainings": ", ".join(f"{u:.4f}" for u in _listed(row.get("trainings"))),
+                                   "trainings": trainings_text(_listed(row.get("trainings"))),
+                                   **{k: row.get(k) for k in ("fresh_trainings", "budget")},
                                    "method": "query"}]))
     out = pd.concat(rows, ignore_index=True)
     first = ["kind", "epsilon", "utility", "n_trainings", "utility_se", "utility_supported", "predicted_utility",
              "predicted_sd", "interval_low", "interval_high", "interval_level", "reach_probability",
              "probability_source", "runs_in_interval", "runs_reaching_target", "trainings", "search_trainings",
-             "added_trainings", "search_note", "edge", "utility_min", "utility_max"]
+             "added_trainings", "fresh_trainings", "budget", "search_note", "edge", "utility_min", "utility_max"]
     return out[[c for c in first if c in out] + [c for c in out if c not in first]].replace({np.nan: None})

@@ -39,7 +39,8 @@ from .problem import Param, Problem
 from .sampling import sampler_from_config
 
 ENTRY_KEYS = {"oracle", "options", "dataset", "delta", "utility", "domain", "sampling", "description", "repeats",
-              "grids", "ranges", "queries", "utility_floor", "methods", "environment", "region", "seedable"}
+              "grids", "ranges", "queries", "utility_floor", "methods", "environment", "region", "seedable",
+              "seconds"}
 PARAM_KEYS = {"low", "high", "integer", "log"}
 
 
