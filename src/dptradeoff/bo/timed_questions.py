@@ -332,8 +332,8 @@ class TimedQuestion:
         top = float(self.evals["epsilon"].replace(np.inf, np.nan).max())
         hi_try = float(reached["epsilon"].min()) if len(reached) else top
         levels, best = [], None
-        for _ in range(GROW_STEPS + 1):   # a first level that settles
-            share = self._left() / (GROW_STEPS + 2)
+        for _ in range(GROW_STEPS + 1):   # a first level that settles: half of what is left, then half again
+            share = self._left() / 2
             best = self._race_level(hi_try, self.clock.units + share)
             levels.append((hi_try, best is not None))
             if best is not None or hi_try >= top:
