@@ -8,15 +8,18 @@ Questions epsilon <= 0.001 and utility >= 0.99. Per seed:
 - `count`: today's default: the DPareto chain (8 + `--rounds` proposals, R = 3), then each question's count search
   (`dpareto.question_trainings`, 8) and settling (`bo.query_round`). Its wall-clock W (chain and both questions) is
   the budget of the other two.
-- `time`: the same chain (the same seeds: the same points), then each question answered by the clock with the
-  default `dpareto.question_seconds` (`query_round.timed_answer`); its wall-clock T (chain and questions) is the
-  random search's budget;
-- `time@W`: the same, each question given (W - the chain's seconds) / 2: today's wall-clock;
+- `time`: the new default: the chain with batch rounds (`bo.batch_rounds`: each round's batch sized from the round
+  before's proposal and evaluation seconds, as `chain_round.propose_round` sizes it), then each question answered
+  by the clock with the default `dpareto.question_seconds` (`query_round.timed_answer`); its wall-clock T (chain and
+  questions) is the random search's budget;
+- `time@W`: today's chain (the same points as `count`'s), each question answered by the clock with
+  (W - the chain's seconds) / 2: today's wall-clock;
 - `random`: T seconds of random search with the answer rule a user would write: 80 % of W on random points of the
   domain (log-uniform where log) x 3 trainings; then, for utility >= U, the least-epsilon points whose 3 trainings
   all reached U get 40 fresh trainings each, in epsilon order, and the answer is the first whose fresh trainings'
   Wilson lower bound (z = 1.645) reaches 0.9 (stated P: their share); for epsilon <= E, the 8 best points by their
   3-training mean with epsilon <= E get 40 fresh trainings each and the answer is the best fresh mean.
+Each chain's front: its region metric at its points' expected utilities (closed form) over the exact front's.
 Each answer is retrained 200 times (seeds apart from everything above). Scores: utility answers' epsilon over the
 closed form's least epsilon at which one release reaches U with the answer's stated P (`least_epsilon_reaching`;
 the issue's measure) and at the share of its retrainings reaching U, capped at 0.995 (the paired measure: a stated P
@@ -46,19 +49,42 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 
-from laplace_mean_front import DEFINITION, K0, QUERIES, ages, chain, skewed  # noqa: E402
+from laplace_mean_front import DEFINITION, K0, QUERIES, ages, skewed  # noqa: E402
 
-from dptradeoff.bo.propose import Context, Settings  # noqa: E402
+from dptradeoff.baselines.random_search import sample  # noqa: E402
+from dptradeoff.bo import batch_rounds  # noqa: E402
+from dptradeoff.bo.propose import Context, DPareto, Settings  # noqa: E402
+from dptradeoff.problems.evaluate import evaluate  # noqa: E402
 from dptradeoff.bo.query_round import question_clock, settled_answer, timed_answer  # noqa: E402
 from dptradeoff.bo.question_search import search_question  # noqa: E402
 from dptradeoff.bo.timed_questions import wilson  # noqa: E402
 from dptradeoff.problems import resolve  # noqa: E402
 from dptradeoff.problems.oracle import Data  # noqa: E402
 from dptradeoff.seeds import rng  # noqa: E402
+from dptradeoff.stats.front_metrics import region_hypervolume  # noqa: E402
 from dptradeoff.stats.region import DerivedRegion  # noqa: E402
 
 RETRAIN, FRESH, FINALISTS, SCREEN_SHARE = 200, 40, 8, 0.8
 SHARE_CAP = 0.995   # the paired ratio is at the share of retrainings reaching U, capped (P = 1: no least epsilon)
+
+
+def chain(problem, data, settings: Settings, context: Context, seed: int, rounds: int, batched: bool) -> pd.DataFrame:
+    """The DPareto chain of 8 + `rounds` rounds, as the pipeline runs it (`chain_round.propose_round`): with
+    `batched`, each round after the first a batch sized by the round before's proposal and evaluation seconds."""
+    initial = sample(problem, K0, rng(seed, problem.name, "laplace", "initial"))
+    evals = evaluate(problem, initial, data, 3, seed, "initial", 0)
+    proposer, previous, size = DPareto(settings), None, 1
+    for r in range(rounds):
+        start = time.perf_counter()
+        points, previous = batch_rounds.propose_batch(proposer, problem, evals, size, seed, 0, r, K0, previous,
+                                                      context, len(evals))
+        proposed = time.perf_counter() - start
+        new = evaluate(problem, points[problem.names], data, 3, seed, "dpareto", 0, len(evals))
+        per_point = (time.perf_counter() - start - proposed) / len(new)
+        new["batch_size"] = len(points)
+        evals = pd.concat([evals, new.assign(steers=points["steers"].to_numpy())], ignore_index=True)
+        size = batch_rounds.batch_size(proposed, per_point) if batched else 1
+    return evals
 
 
 def random_search(problem, data, seconds: float, seed: int) -> dict:
@@ -120,6 +146,16 @@ def main() -> None:
     raw = Data(values[:, None], np.zeros(len(values)), values[:, None], np.zeros(len(values)), "user CSV", args.column)
     data = problem.oracle.prepare(raw)
     best_at = float(exact_front(values, np.array([0.001]))[0])
+    grid = np.geomspace(1.5e-5, 4.0, 400)
+    exact = exact_front(values, grid)
+    region = DerivedRegion().region(grid, 1 - exact, 1.0, (grid[0], grid[-1]), [0.001])
+    exact_score = region_hypervolume(grid, 1 - exact, region)
+
+    def front_score(evals: pd.DataFrame) -> float:
+        """The chain's region metric at its points' expected utilities (closed form), over the exact front's."""
+        expected = np.array([ClampedLaplaceMean.expected_utility(dict(zip(problem.names, p)), values)
+                             for p in evals[problem.names].to_numpy(float)])
+        return region_hypervolume(evals["epsilon"], 1 - expected, region) / exact_score
     config = yaml.safe_load(open(os.path.join(os.path.dirname(HERE), "config", "config.yaml")))
     settings = Settings.from_config(config["dpareto"], config["statistics"])
     context = Context(data.n_train, 1.0, DerivedRegion(), QUERIES)
@@ -127,7 +163,7 @@ def main() -> None:
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         answers, spent = {}, {}
         start = time.perf_counter()
-        evals = chain(problem, data, settings, context, seed, args.rounds)
+        evals = chain(problem, data, settings, context, seed, args.rounds, False)
         chain_seconds = time.perf_counter() - start
         answers["count"] = {}
         for kind, target in QUERIES:
@@ -138,19 +174,25 @@ def main() -> None:
         wall = time.perf_counter() - start
         spent["count"] = wall
         budgets = {"time": settings.question_seconds, "time@W": max(0.5, (wall - chain_seconds) / 2)}
+        fronts = {"count": front_score(evals)}
         for method in args.methods:
             start = time.perf_counter()
             answers[method] = {}
+            used = evals
+            if method == "time":   # the new default: a batched chain, then the questions' default seconds
+                used = chain(problem, data, settings, context, seed, args.rounds, True)
+                fronts[method] = front_score(used)
             for kind, target in QUERIES:
-                clock = question_clock(problem, data, evals, budgets[method], config["seed"])
-                answer, _ = timed_answer(problem, evals, data, kind, target, settings, clock, config["seed"], 0)
+                clock = question_clock(problem, data, used, budgets[method], config["seed"])
+                answer, _ = timed_answer(problem, used, data, kind, target, settings, clock, config["seed"], 0)
                 answers[method][kind] = (answer.point, answer.epsilon, answer.reach_probability)
-            spent[method] = chain_seconds + time.perf_counter() - start
+            spent[method] = time.perf_counter() - start + (chain_seconds if method != "time" else 0.0)
         start = time.perf_counter()
         answers["random"], screened = random_search(problem, data, spent["time"], seed)
         spent["random"] = time.perf_counter() - start
         for method, found in answers.items():
-            row = {"seed": seed, "method": method, "seconds": spent[method], "budget": wall}
+            row = {"seed": seed, "method": method, "seconds": spent[method], "budget": wall,
+                   "front": fronts.get(method, np.nan)}
             for kind, target in QUERIES:
                 got = found.get(kind)
                 if got is None or got[0] is None:
@@ -167,7 +209,8 @@ def main() -> None:
                             "utility_ratio": eps / least_epsilon_reaching(values, target, stated),
                             "utility_ratio_reached": eps / least_epsilon_reaching(values, target, min(share, SHARE_CAP))}
             rows.append(row)
-            print(f"seed {seed} {method:6s} {row['seconds']:6.1f} s (W {wall:.1f} s, chain {chain_seconds:.1f} s)  "
+            print(f"seed {seed} {method:6s} {row['seconds']:6.1f} s (W {wall:.1f} s, chain {chain_seconds:.1f} s) front "
+                  f"{row['front']:.4f}  "
                   f"eps<=0.001 gap {row.get('eps_gap', np.nan):+.5f}  utility>=0.99: eps {row.get('utility_epsilon', np.nan):.3g} "
                   f"x{row.get('utility_ratio', np.nan):.2f} stated P {row.get('utility_stated', np.nan):.3f} reaching "
                   f"{row.get('utility_reaching', np.nan):.3f}" + (f"  ({screened} points screened)" if method == "random" else ""),
@@ -186,7 +229,8 @@ def summarise(table: pd.DataFrame) -> None:
               f"reaching {t['utility_reaching'].min():.3f}-{t['utility_reaching'].max():.3f}; stated - reaching max "
               f"{(t['utility_stated'] - t['utility_reaching']).max():+.3f}; eps gap mean {t['eps_gap'].mean():+.5f} "
               f"worst {t['eps_gap'].min():+.5f}; ratio at the retrainings' share median "
-              f"{t['utility_ratio_reached'].median():.2f}; seconds mean {t['seconds'].mean():.1f}")
+              f"{t['utility_ratio_reached'].median():.2f}; front {t['front'].mean():.4f} (min {t['front'].min():.4f}); "
+              f"seconds mean {t['seconds'].mean():.1f}")
     for other in ("random", "count"):
         for column, better in (("utility_ratio_reached", "lower"), ("eps_gap", "higher")):
             a, b = by["time"][column], by[other][column]

@@ -150,6 +150,13 @@ def bo_settings():
     return Settings.from_config(config["dpareto"], config["statistics"])
 
 
+def chain_round_seconds(problem, chain):
+    """The chain's seconds a round where the problem gives the chain seconds (problems.<name>.seconds.chain, else
+    dpareto.chain_seconds), None otherwise: a batch round trains as long as it chose (dptradeoff.bo.batch_rounds)."""
+    seconds = problem_settings(problem).get("seconds", {}).get("chain", config["dpareto"].get("chain_seconds"))
+    return float(seconds) / bo_rounds(chain) if seconds else None
+
+
 def bo_rounds(chain):
     return -(-config["dpareto"]["iterations"] // chain_batch_size(chain))
 

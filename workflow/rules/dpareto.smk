@@ -44,6 +44,7 @@ rule bo_propose:
         steering=lambda wildcards: chain_steering(wildcards.problem, wildcards.chain),
         batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
         method=lambda wildcards: chain_method(wildcards.chain),
+        round_seconds=lambda wildcards: chain_round_seconds(wildcards.problem, wildcards.chain),
         seed=config["seed"],
     threads: 1
     priority: CHAIN_PRIORITY

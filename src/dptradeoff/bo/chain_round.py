@@ -36,7 +36,8 @@ from ..problems import resolve, succeeded
 from ..problems.evaluate import evaluate, load_data, replay_provenance, source_label
 from ..problems.tables import read_frame, write_frame
 from ..workflow_support import sentence_only, thread_log
-from . import gp
+from . import batch_rounds, gp
+from .propose import DPareto
 
 _frames: dict[tuple, pd.DataFrame] = {}
 _blas_limited = False
@@ -84,12 +85,14 @@ def read_once(path: str) -> pd.DataFrame:
 
 def propose_round(*, method, problem: str, definition: dict | None, initial: str, evaluations: list[str],
                   previous: str | None, output: str, log: str, batch_size: int, seed: int, run: int,
-                  round_index: int, utility_floor: float | None = None, steering: dict | None = None) -> None:
+                  round_index: int, utility_floor: float | None = None, steering: dict | None = None,
+                  round_seconds: float | None = None) -> None:
     """Write round `round_index`'s proposal (q = batch_size points) of chain method `method`
     (`bo.propose.DPareto` or a `peers.Peer`) to `output`. A method that `needs_context` (DPareto with
     exact privacy or a region acquisition) gets the training rows and the error floor
     (`utility_floor` where the config states it) of the problem's prepared data, and what steers it
-    (`steering`: `chain_context`)."""
+    (`steering`: `chain_context`). DPareto's sequential chain of an untraced problem proposes a batch where a point
+    is cheaper to evaluate than a round to choose (`batch_rounds`; `round_seconds`: the chain's seconds a round)."""
     start = time.perf_counter()
     limit_blas_threads()   # for the whole (Snakemake) process, whose only BLAS work is these rounds
     with thread_log(log):
@@ -97,11 +100,22 @@ def propose_round(*, method, problem: str, definition: dict | None, initial: str
             chosen = resolve(problem, definition)
             # points whose oracle failed carry no objectives: the optimisers never see them
             initial_points = succeeded(read_once(initial))
-            evals = succeeded(pd.concat([read_once(initial)] + [read_once(path) for path in evaluations], ignore_index=True))
+            everything = pd.concat([read_once(initial)] + [read_once(path) for path in evaluations], ignore_index=True)
+            evals = succeeded(everything)
             context = (chain_context(chosen, utility_floor, steering=steering)
                        if getattr(method, "needs_context", False) else None)
-            points, record = method.round(chosen, evals, batch_size, seed, run, round_index, len(initial_points),
-                                          read_provenance(previous) if previous else None, context=context)
+            size = 1
+            if (isinstance(method, DPareto) and batch_size == 1 and chosen.oracle.trace_axis is None
+                    and previous is not None):
+                size = batch_rounds.batch_size(float(read_once(previous)["job_seconds"].iloc[0]),
+                                               batch_rounds.point_seconds(evaluations, read_once), round_seconds)
+            if size > 1:
+                points, record = batch_rounds.propose_batch(method, chosen, evals, size, seed, run, round_index,
+                                                            len(initial_points), read_provenance(previous),
+                                                            context, len(everything))
+            else:
+                points, record = method.round(chosen, evals, batch_size, seed, run, round_index, len(initial_points),
+                                              read_provenance(previous) if previous else None, context=context)
             logging.getLogger(__name__).info("%s round %d: %d observations, %s, proposal %.2f s", method.name,
                                              round_index, len(evals),
                                              "ML-II " + ("with restarts" if record.get("full_refit") else "refined")
@@ -181,14 +195,20 @@ def evaluate_point(*, method: str, problem: str, definition: dict | None, conver
             with gp.IMPORT_LOCK:   # a user oracle's module is imported here the first time
                 chosen = resolve(problem, definition, conversion)
             round_points = read_once(proposal)   # a round's q evaluations share its file
-            proposed = round_points.iloc[index % batch_size]
-            point = round_points.iloc[[index % batch_size]][chosen.names]
             data = prepared_data(chosen)
-            continues = continuation(proposed, initial, os.path.dirname(output), repeats)
             lock = _oracle_locks[chosen.name] if not chosen.oracle.thread_safe else None
-            with lock or contextlib.nullcontext():
-                rows = evaluate(chosen, point, data, repeats, seed, method, run, initial_points + index, traces,
-                                continues)
+            if "point_index" in round_points:   # a batch round (bo.batch_rounds): its whole batch, in this job
+                with lock or contextlib.nullcontext():
+                    rows = evaluate(chosen, round_points[chosen.names], data, repeats, seed, method, run,
+                                    int(round_points["point_index"].iloc[0]))
+                rows["batch_size"] = len(round_points)
+            else:
+                proposed = round_points.iloc[index % batch_size]
+                point = round_points.iloc[[index % batch_size]][chosen.names]
+                continues = continuation(proposed, initial, os.path.dirname(output), repeats)
+                with lock or contextlib.nullcontext():
+                    rows = evaluate(chosen, point, data, repeats, seed, method, run, initial_points + index, traces,
+                                    continues)
             rows["round"] = int(round_points["round"].iloc[0])
             rows["evaluation"] = index   # the chain's evaluation file the rows are in (the initial points: -1)
             rows["job_seconds"] = time.perf_counter() - start   # the whole evaluation as Snakemake runs it
@@ -207,7 +227,7 @@ def propose_in_rule(wildcards, input, output, params, log) -> None:
                       evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
                       output=output[0], log=log[0], batch_size=params.batch_size, seed=params.seed,
                       run=int(wildcards.run), round_index=int(wildcards.round), utility_floor=params.utility_floor,
-                      steering=params.steering)
+                      steering=params.steering, round_seconds=params.round_seconds)
 
 
 def evaluate_in_rule(wildcards, input, output, params, log) -> None:

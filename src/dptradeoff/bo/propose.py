@@ -172,15 +172,21 @@ def gp_rows(evals: pd.DataFrame, limit: int) -> pd.DataFrame:
     position in its trace). A trace has up to 64+ points per training, and a GP's cost grows with
     the cube of its rows: the cap keeps a proposal cheap. The order is fixed, so one round's rows are
     mostly the round before's, and its ML-II refinement starts close to the optimum."""
-    if len(evals) <= limit or "trace_final" not in evals:
+    if len(evals) <= limit:
         return evals
-    final = evals["trace_final"].to_numpy(bool)
-    room = max(0, limit - int(final.sum()))
-    front = nondominated(evals["epsilon"].to_numpy(float), evals["error"].to_numpy(float)) & ~final
+    final = evals["trace_final"].to_numpy(bool) if "trace_final" in evals else np.ones(len(evals), bool)
     position = evals.groupby("index", sort=False).cumcount().to_numpy(np.uint64) if "index" in evals else np.arange(len(evals), dtype=np.uint64)
-    index = evals["index"].to_numpy(np.uint64) if "index" in evals else np.zeros(len(evals), np.uint64)
+    index = evals["index"].to_numpy(np.uint64) if "index" in evals else np.arange(len(evals), dtype=np.uint64)
     with np.errstate(over="ignore"):   # a multiplicative hash, modulo 2**64 on purpose
         order_key = (index * np.uint64(0x9E3779B97F4A7C15) + position * np.uint64(0xBF58476D1CE4E5B9)) >> np.uint64(11)
+    batched = "batch_size" in evals and bool((evals["batch_size"].fillna(1) > 1).any())
+    if final.sum() > limit and batched:   # a cheap oracle's batch rounds: their front first, then the fixed order
+        front = nondominated(evals["epsilon"].to_numpy(float), evals["error"].to_numpy(float)) & final
+        candidates = np.flatnonzero(final)
+        ranked = candidates[np.lexsort((order_key[candidates], ~front[candidates]))]
+        return evals.iloc[np.sort(ranked[:limit])]
+    room = max(0, limit - int(final.sum()))
+    front = nondominated(evals["epsilon"].to_numpy(float), evals["error"].to_numpy(float)) & ~final
     # front rows first, then the rest, each in the fixed order
     candidates = np.flatnonzero(~final)
     ranked = candidates[np.lexsort((order_key[candidates], ~front[candidates]))]

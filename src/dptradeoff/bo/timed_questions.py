@@ -73,6 +73,7 @@ CONFIRM_LEAST = 64
 DROP_Z = 1.0               # a candidate is closed when its Wilson upper bound (z = 1) on P falls below the level
 LEVEL_SPAN = 16.0          # a utility question's bisection starts between hi / LEVEL_SPAN and hi
 LEVEL_STOP = 1.05          # ... and stops when hi / lo is below this
+FIRST_LEVEL_QUANTILE = 0.25   # a utility question's first level: this quantile of epsilon where the chain reached U
 GROW = 4.0                 # no level settled at hi: hi grows by this factor (at most GROW_STEPS times)
 GROW_STEPS = 4
 LOCAL_SCALES = (0.1, 0.03, 0.01)   # perturbations of the best points, shares of the unit box
@@ -212,6 +213,7 @@ class TimedQuestion:
         self.calibrate = hook if callable(hook) else None
         self.rng = derived_rng(seed, problem.name, "timed-question", kind, target, run)
         self.arms: list[Arm] = []
+        self._seeds: list[Arm] | None = None
         self.trainings = 0
         self.budget = clock.seconds * SEARCH_SHARE
 
@@ -277,8 +279,10 @@ class TimedQuestion:
 
     def _seed_arms(self) -> list[Arm]:
         """The chain's best points (by measured utility) as the first perturbations' centres."""
-        rows = self.evals.sort_values("utility", ascending=False, kind="stable").head(ELITE)
-        return [Arm(r[self.problem.names].to_numpy(float), float(r["epsilon"]), -1) for _, r in rows.iterrows()]
+        if self._seeds is None:
+            rows = self.evals.nlargest(ELITE, "utility") if len(self.evals) else self.evals
+            self._seeds = [Arm(r[self.problem.names].to_numpy(float), float(r["epsilon"]), -1) for _, r in rows.iterrows()]
+        return self._seeds
 
     # -- utility >= U -------------------------------------------------------------------------------
     def _elite_by_reach(self) -> list[Arm]:
@@ -330,7 +334,9 @@ class TimedQuestion:
     def run_utility(self) -> Outcome:
         reached = self.evals[self.evals["utility_min"] >= self.target] if "utility_min" in self.evals else self.evals[:0]
         top = float(self.evals["epsilon"].replace(np.inf, np.nan).max())
-        hi_try = float(reached["epsilon"].min()) if len(reached) else top
+        # the first level: where the chain's points whose every training reached U begin (their lower quartile of
+        # epsilon: a few lucky points of three trainings far below the rest do not set it)
+        hi_try = float(reached["epsilon"].quantile(FIRST_LEVEL_QUANTILE)) if len(reached) else top
         levels, best = [], None
         for _ in range(GROW_STEPS + 1):   # a first level that settles: half of what is left, then half again
             share = self._left() / 2

@@ -141,8 +141,11 @@ def _print_best(everything, kind: str, target: float, names, found: str) -> None
 
 def print_rule_answer(problem, row, path: str) -> None:
     """The `query` rule's answer as its file holds it: the question searched, settled and retrained (bo.query_round)."""
-    print(f"{problem.name}, {row['question']} (delta={problem.delta:g}): the query rule's answer ({path}); "
-          f"{GUARANTEE}.")
+    fresh = int(row.get("fresh_trainings", 0) or 0)
+    said = GUARANTEE if not fresh else GUARANTEE.replace(
+        "a GP prediction, not a guarantee and not a measurement",
+        f"measured by {fresh} fresh trainings after it was chosen, not a guarantee")
+    print(f"{problem.name}, {row['question']} (delta={problem.delta:g}): the query rule's answer ({path}); {said}.")
     if not math.isfinite(float(row["epsilon"])):
         print(f"  No answer: {row.get('failure')}.")
         return
@@ -150,10 +153,9 @@ def print_rule_answer(problem, row, path: str) -> None:
     print(f"  epsilon {row['epsilon']:.4g} (exact); one training: [{row['interval_low']:.4f}, {row['interval_high']:.4f}], "
           f"the {row['interval_level']:.0%} predictive interval from {row.get('probability_source', 'the GP')}")
     if row["question"].startswith("utility"):
-        print(f"  one new training reaches {row['target']:g} with probability {row['reach_probability']:.2f} (from "
+        print(f"  one new training reaches {row['target']:g} with probability {row['reach_probability']:.3f} (from "
               f"{row.get('probability_source', 'the GP')})")
     trainings = list(row["trainings"]) if row.get("trainings") is not None else []
-    fresh = int(row.get("fresh_trainings", 0) or 0)
     print(f"  rests on {len(trainings)} " + ("fresh trainings made after it was chosen" if fresh else
                                              "trainings of its own") + " (measured): " + trainings_text(trainings))
     print(f"  retrained {int(row['repeats'])} times: mean {problem.utility} {row['utility']:.4f} "

@@ -90,12 +90,17 @@ def chain_privacy(proposals: list[pd.DataFrame]) -> str:
     any round used the privacy GP's prediction instead of the oracle's epsilon."""
     from ..bo.exact_privacy import GP_EPSILON
 
-    models = pd.concat([p["privacy_model"] for p in proposals if "privacy_model" in p], ignore_index=True) \
+    models = pd.concat([p["privacy_model"].iloc[:1] for p in proposals if "privacy_model" in p], ignore_index=True) \
         if any("privacy_model" in p for p in proposals) else pd.Series(dtype=str)
     if models.empty:
         return "The chain's acquisition learned epsilon with a GP (the paper's algorithm)." if proposals else ""
     text = "Epsilon in the chain's acquisition: " + "; ".join(
         f"{model} ({count} of {len(models)} rounds)" for model, count in models.value_counts(sort=False).items()) + "."
+    sizes = pd.concat([p.groupby("round")["batch_size"].first() for p in proposals if "batch_size" in p],
+                      ignore_index=True) if any("batch_size" in p for p in proposals) else pd.Series(dtype=int)
+    if len(sizes):   # bo.batch_rounds: a point cheaper to evaluate than a round to choose
+        text += (f" Batch rounds (a point cheaper to evaluate than a round to choose): {len(sizes)} of {len(models)} "
+                 f"rounds trained {int(sizes.min())}-{int(sizes.max())} points each ({int(sizes.sum())} in all).")
     predicted = int((models == GP_EPSILON).sum())
     if predicted:
         text += (f" WARNING: {predicted} rounds ranked and chose points by the privacy GP's predicted epsilon, not the "
