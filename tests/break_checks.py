@@ -152,6 +152,21 @@ EXACT, STATISTIC = "tests/test_exact_noise.py", "tests/test_release_statistic.py
 BUG_FILES.update(zip(NOISE_BUGS, ([EXACT], [EXACT], ["tests/test_secure_release.py"], [STATISTIC], [STATISTIC],
                                   ["tests/test_audit_composed.py"])))
 
+TIMED, BATCH_ROUNDS = "src/dptradeoff/bo/timed_questions.py", "src/dptradeoff/bo/batch_rounds.py"
+BUDGET_BUGS = {   # issue BUDGET: what a timed answer states, and the batches a round trains
+    "budget: the answer stated by the search trainings that chose it": [
+        (ROUND, "    fresh = search.fresh(found.point)\n",
+         "    fresh = np.asarray(next(a for a in search.arms if np.allclose(a.point, point)).runs)\n")],
+    "budget: the interval for one training needs no 19 draws": [(TIMED, "    if k < 1:\n        return None\n",
+                                                                 "    k = max(k, 1)\n")],
+    "budget: a level settled without the confirmation": [(TIMED, "                    if self._confirmed(arm):",
+                                                          "                    if True:")],
+    "budget: a batch round's perturbations repeat evaluated points": [(BATCH_ROUNDS, "        if key not in taken:",
+                                                                        "        if True:")],
+}
+BUGS.update(BUDGET_BUGS)
+BUG_FILES.update({name: ["tests/test_timed_questions.py"] for name in BUDGET_BUGS})
+
 
 def planted(tree: Path, changes: list[tuple[str, str, str]]) -> None:
     for file, before, after in changes:

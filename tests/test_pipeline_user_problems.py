@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -18,8 +19,10 @@ MODULE = str(HERE / "user_problems" / "gaussian_mean.py")
 DOMAIN = {"sigma": {"low": 0.001, "high": 1.0, "log": True}, "clip": {"low": 0.1, "high": 1.0}}
 CONFIG = {
     "studies": ["dpareto"],
+    # the count rules (one point a round, a question's 8 trainings), though these oracles are cheap: the clock's
+    # (batch rounds, questions in seconds) is the Laplace mean example's test below
     "dpareto": {"problems": ["gaussian-mean", "flaky"], "initial_points": 6, "iterations": 6, "candidates": 300,
-                "gp_restarts": 1, "gp_refit_every": 1},
+                "gp_restarts": 1, "gp_refit_every": 1, "batch_rounds": False, "question_seconds": 0},
     "problems": {
         "gaussian-mean": {"oracle": MODULE, "delta": 1e-6, "utility": "closeness", "repeats": 2, "domain": DOMAIN,
                           "queries": {"epsilon": [1.0], "utility": [0.5]}},
@@ -170,11 +173,13 @@ def test_a_problem_of_your_own_runs_dpareto_alone_unless_it_names_more_methods(r
 
 
 @pytest.mark.slow
-def test_the_laplace_mean_example_finds_its_region_and_answers_with_trained_points(run_snakemake, tmp_path):
-    """config/examples/laplace-mean.yaml as shipped (its CSV written by examples/laplace_mean.py), fewer rounds:
-    the region is derived from the problem, far below statistics.region; the queries steer every 4th round; the
-    epsilon answer is a trained point with its trainings, in the front table; the figure shades the region.
-    Runs Snakemake itself: the example a practitioner copies, its own-file dataset without a label."""
+def test_the_laplace_mean_example_finds_its_region_and_answers_by_the_clock(run_snakemake, tmp_path):
+    """config/examples/laplace-mean.yaml as shipped (its CSV written by examples/laplace_mean.py), fewer rounds and
+    seconds: the region is derived from the problem, far below statistics.region; the queries steer every 4th
+    round; a training is cheaper than a proposal, so rounds after the first train batches in one job each
+    (bo.batch_rounds); each question is answered by the clock, stated by its fresh trainings, in the front table;
+    the figure shades the region. Runs Snakemake itself: the example a practitioner copies, its own-file dataset
+    without a label."""
     work = tmp_path / "work"
     csv = work / "data" / "ages.csv"
     written = subprocess.run([sys.executable, str(Path(__file__).parent.parent / "examples/laplace_mean.py"), str(csv)],
@@ -182,7 +187,8 @@ def test_the_laplace_mean_example_finds_its_region_and_answers_with_trained_poin
     assert written.returncode == 0 and "32561 ages" in written.stdout, written.stderr[-2000:]
     smaller = tmp_path / "smaller.yaml"
     smaller.write_text(yaml.safe_dump({"dpareto": {"initial_points": 6, "iterations": 8, "candidates": 500,
-                                                   "gp_restarts": 1}, "random_sampling": {"points": 8}}))
+                                                   "gp_restarts": 1, "question_seconds": 2},
+                                       "random_sampling": {"points": 8}}))
     example = Path(__file__).parent.parent / "config/examples/laplace-mean.yaml"
     done = run_snakemake(work, "all", "--cores", "2", "--configfile", str(example), str(smaller), timeout=1500)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
@@ -192,12 +198,24 @@ def test_the_laplace_mean_example_finds_its_region_and_answers_with_trained_poin
     assert all(p["region_low"] < 1e-3 for p in proposals)           # far below statistics.region's 0.01
     chain = read_frame(str(work / "results/dpareto/laplace-mean/dpareto/0/evaluations.parquet"))
     assert chain["utility"].between(0, 1).all() and (chain["delta"] == 0).all()
-    answer = read_frame(str(work / "results/dpareto/laplace-mean/query/eps0.001.parquet")).iloc[0]
-    assert answer["epsilon"] <= 0.001 and answer["trained"] and len(answer["trainings"]) == 6   # 3, settled to 6
-    assert answer["added_trainings"] >= 3
+    sizes = [int(p["batch_size"]) if "batch_size" in p else 1 for p in proposals]
+    assert sizes[0] == 1 and max(sizes) > 1                       # nothing measured before the first round
+    batch = read_frame(str(work / f"results/dpareto/laplace-mean/dpareto/0/evals/{sizes.index(max(sizes))}.parquet"))
+    assert len(batch) == max(sizes) and batch["index"].is_unique and (batch["batch_size"] == max(sizes)).all()
+    assert len(chain) == 6 + sum(sizes) and chain["index"].is_unique
+    for question, file in (("epsilon <= 0.001", "eps0.001"), ("utility >= 0.99", "utility0.99")):
+        answer = read_frame(str(work / f"results/dpareto/laplace-mean/query/{file}.parquet")).iloc[0]
+        fresh = int(answer["fresh_trainings"])
+        assert fresh >= 200 and len(answer["trainings"]) == fresh and answer["budget"].startswith("time: 2 s")
+        assert answer["probability_source"].startswith(f"{fresh} fresh trainings after it was chosen")
+        assert answer["interval_low"] < answer["predicted_utility"] < answer["interval_high"]
+        assert answer["search_trainings"] > 200 and answer["added_trainings"] == 0
+    assert answer["epsilon"] > 0 and answer["reach_probability"] == pytest.approx(
+        np.mean(np.asarray(answer["trainings"]) >= 0.99))
+    assert read_frame(str(work / "results/dpareto/laplace-mean/query/eps0.001.parquet"))["epsilon"].iloc[0] <= 0.001
     table = read(str(work / "tables/front-laplace-mean.csv"))
     row = table[table["kind"] == "query: epsilon <= 0.001"].iloc[0]
-    assert len(str(row["trainings"]).split(", ")) == 6 and row["added_trainings"] >= 3
+    assert f"({int(row['fresh_trainings'])} in all, mean" in str(row["trainings"])
     caption = (work / "tables/front-laplace-mean.md").read_text()
     searched = proposals[-1]
     proposed = [p["predicted_epsilon"] for p in proposals]     # the shaded region stops where the proposals did
@@ -205,3 +223,4 @@ def test_the_laplace_mean_example_finds_its_region_and_answers_with_trained_poin
     assert (f"Region of interest: the region DPareto's chain searched in its last round (derived from the problem), "
             f"within the epsilons its proposals had, epsilon in [{low:.3g}, {high:.3g}]") in caption
     assert "Epsilon in the chain's acquisition: exact" in caption and "WARNING" not in caption
+    assert f"Batch rounds (a point cheaper to evaluate than a round to choose): {sum(s > 1 for s in sizes)} of 8 rounds" in caption

@@ -128,12 +128,14 @@ def batch_round(problem: Problem, evals: pd.DataFrame, points: pd.DataFrame, siz
 def propose_batch(method, problem: Problem, evals: pd.DataFrame, size: int, seed: int, run: int, round_index: int,
                   initial: int, previous: dict | None, context, first_index: int) -> tuple[pd.DataFrame, dict]:
     """A DPareto round of `size` points (`method.round`'s points and record): its acquisition's point (a query round's)
-    or up to BELIEVED by the Kriging believer, completed with perturbations (`batch_round`) where size > 1."""
+    or up to BELIEVED by the Kriging believer, completed with perturbations (`batch_round`) where size > 1. Every
+    row has its chain index (`point_index`, from `first_index`: the rows evaluated so far, so a chain of one point a
+    round numbers its points as before) and the round's `batch_size`."""
     queries = context.queries if context is not None else ()
     steered = query_of_round(round_index, method.settings.query_every, queries) if size > 1 else None
     q = 1 if size == 1 or steered is not None else min(size, BELIEVED)
     points, record = method.round(problem, evals, q, seed, run, round_index, initial, previous, context=context)
     if size > 1:
-        points = batch_round(problem, evals, points, size, queries, first_index,
-                             derived_rng(seed, problem.name, "batch-round", run, round_index))
-    return points, record
+        return batch_round(problem, evals, points, size, queries, first_index,
+                           derived_rng(seed, problem.name, "batch-round", run, round_index)), record
+    return points.assign(batch_size=1, point_index=first_index), record

@@ -104,14 +104,14 @@ def propose_round(*, method, problem: str, definition: dict | None, initial: str
             evals = succeeded(everything)
             context = (chain_context(chosen, utility_floor, steering=steering)
                        if getattr(method, "needs_context", False) else None)
-            size = 1
-            if (isinstance(method, DPareto) and batch_size == 1 and chosen.oracle.trace_axis is None
-                    and previous is not None):
+            batching = (isinstance(method, DPareto) and method.settings.batch_rounds and not method.settings.paper
+                        and batch_size == 1 and chosen.oracle.trace_axis is None)
+            if batching:   # the first round has nothing measured: one point
                 size = batch_rounds.batch_size(float(read_once(previous)["job_seconds"].iloc[0]),
-                                               batch_rounds.point_seconds(evaluations, read_once), round_seconds)
-            if size > 1:
+                                               batch_rounds.point_seconds(evaluations, read_once),
+                                               round_seconds) if previous is not None else 1
                 points, record = batch_rounds.propose_batch(method, chosen, evals, size, seed, run, round_index,
-                                                            len(initial_points), read_provenance(previous),
+                                                            len(initial_points), read_provenance(previous) if previous else None,
                                                             context, len(everything))
             else:
                 points, record = method.round(chosen, evals, batch_size, seed, run, round_index, len(initial_points),

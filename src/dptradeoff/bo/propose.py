@@ -76,6 +76,7 @@ class Settings:
     query_every: int = 4            # with declared queries, every this-many-th round steers towards one (0: never)
     question_trainings: int = 8     # each declared question's own search after the chain, in trainings (bo.question_search)
     question_seconds: float = 10.0  # ... and in seconds where a training is cheap (bo.timed_questions; 0: never)
+    batch_rounds: bool = True       # a round trains a batch where a point is cheaper than a proposal (bo.batch_rounds)
 
     @classmethod
     def from_config(cls, dpareto: dict, statistics: dict | None = None) -> "Settings":
@@ -95,7 +96,8 @@ class Settings:
                    path_value=bool(dpareto.get("path_value", cls.path_value)) and bool(dpareto.get("traces", False)),
                    query_every=int(dpareto.get("query_every", cls.query_every)),
                    question_trainings=int(dpareto.get("question_trainings", cls.question_trainings)),
-                   question_seconds=float(dpareto.get("question_seconds", cls.question_seconds) or 0.0))
+                   question_seconds=float(dpareto.get("question_seconds", cls.question_seconds) or 0.0),
+                   batch_rounds=bool(dpareto.get("batch_rounds", cls.batch_rounds)))
 
     @property
     def paper(self) -> bool:

@@ -98,9 +98,11 @@ def chain_privacy(proposals: list[pd.DataFrame]) -> str:
         f"{model} ({count} of {len(models)} rounds)" for model, count in models.value_counts(sort=False).items()) + "."
     sizes = pd.concat([p.groupby("round")["batch_size"].first() for p in proposals if "batch_size" in p],
                       ignore_index=True) if any("batch_size" in p for p in proposals) else pd.Series(dtype=int)
-    if len(sizes):   # bo.batch_rounds: a point cheaper to evaluate than a round to choose
-        text += (f" Batch rounds (a point cheaper to evaluate than a round to choose): {len(sizes)} of {len(models)} "
-                 f"rounds trained {int(sizes.min())}-{int(sizes.max())} points each ({int(sizes.sum())} in all).")
+    batches = sizes[sizes > 1]
+    if len(batches):   # bo.batch_rounds: a point cheaper to evaluate than a round to choose
+        text += (f" Batch rounds (a point cheaper to evaluate than a round to choose): {len(batches)} of {len(models)} "
+                 f"rounds trained {int(batches.min())}-{int(batches.max())} points each ({int(sizes.sum())} points "
+                 f"in all rounds).")
     predicted = int((models == GP_EPSILON).sum())
     if predicted:
         text += (f" WARNING: {predicted} rounds ranked and chose points by the privacy GP's predicted epsilon, not the "
