@@ -110,6 +110,10 @@ def main(argv=None) -> int:
                         "reaches this utility by the 90 %% predictive interval (its lower end)")
     p.add_argument("--search", action="store_true", help="search the whole domain by the GP, untrained points too "
                    "(default: the chain's trained points, each answer with its trainings)")
+    p.add_argument("--seconds", type=float, default=None,
+                   help="answer the question by the clock, training for this many seconds (a cheap oracle's: the "
+                        "query rule's time budget, docs/your-algorithm.md#a-budget-in-seconds), then state it by fresh "
+                        "trainings; a dear oracle's question is searched and settled by the count rules")
     p.add_argument("--configfile", action="append", default=[],
                    help="the config(s) the study ran with, merged over config/config.yaml as Snakemake does (repeatable)")
     p.add_argument("--seed", type=int, default=None,

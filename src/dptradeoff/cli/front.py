@@ -91,6 +91,18 @@ def front(args) -> None:
         return
     kind, target = ("eps", args.epsilon) if args.epsilon is not None else ("utility", args.utility)
     answered = paths.query(args.problem, kind, f"{float(target):g}")
+    if getattr(args, "seconds", None):   # answered now, by the clock (bo.timed_questions), as the query rule answers
+        from ..bo.query_round import answer_and_train
+
+        settings = Settings.from_config(config["dpareto"], config["statistics"])
+        chain = paths.RunFiles(args.problem, paths.DPARETO, args.run).evaluations
+        seed = config["seed"] if args.seed is None else args.seed
+        repeats = config.get("problems", {}).get(args.problem, {}).get("repeats", problem.default_repeats)
+        row = answer_and_train(problem, chain, kind, float(target), settings, int(repeats), seed, args.run,
+                               seconds=args.seconds).iloc[0]
+        print_rule_answer(problem, row, f"answered now in {args.seconds:g} s, not saved")
+        _print_best(everything, kind, float(target), problem.names, found)
+        return
     if args.run == 0 and args.seed is None and not args.search and os.path.exists(answered):
         print_rule_answer(problem, read_frame(answered).iloc[0], answered)
         _print_best(everything, kind, float(target), problem.names, found)
