@@ -53,8 +53,8 @@ from scipy import stats
 
 from dptradeoff import paths
 from dptradeoff.bo.propose import Settings
-from dptradeoff.bo.query import INTERVAL_LABEL, INTERVAL_LEVEL, front, logit_interval
-from dptradeoff.bo.query_round import settled_answer
+from dptradeoff.bo.query import INTERVAL_LABEL, INTERVAL_LEVEL, FrontQuery, front, logit_interval, query_rng
+from dptradeoff.bo.query_round import question_clock, settled_answer, timed_answer
 from dptradeoff.bo.question_search import search_question
 from dptradeoff.config import load
 from dptradeoff.problems import definition, resolve
@@ -94,11 +94,16 @@ def ask(name: str, config: dict, settings: Settings, retrain: int, eps_targets: 
     z = stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2)
     for kind, target in questions(problem, evals, eps_targets, utility_targets):
         start = time.perf_counter()
-        searched, spent = search_question(problem, evals, data, kind, target, settings, config["seed"], 0,
-                                          settings.question_trainings,
-                                          definition(config, name).get("repeats", problem.default_repeats))
-        answer, query, added = settled_answer(problem, searched, data, kind, target, settings, config["seed"], 0,
-                                              SEARCH)
+        clock = question_clock(problem, data, evals, settings.question_seconds, config["seed"])
+        if clock is not None and clock.cheap:   # the query rule's answer by the clock (bo.timed_questions)
+            answer, _ = timed_answer(problem, evals, data, kind, target, settings, clock, config["seed"], 0)
+            query, added = FrontQuery(problem, evals, data, settings, query_rng(config["seed"], name, kind, target, 0)), 0
+        else:
+            searched, spent = search_question(problem, evals, data, kind, target, settings, config["seed"], 0,
+                                              settings.question_trainings,
+                                              definition(config, name).get("repeats", problem.default_repeats))
+            answer, query, added = settled_answer(problem, searched, data, kind, target, settings, config["seed"], 0,
+                                                  SEARCH)
         met = evals[evals["utility"] >= target] if kind == "utility" else None
         row = {"problem": name, "question": answer.question, "answered": answer.point is not None,
                "met_by_a_training": bool(kind == "utility" and max(
@@ -156,9 +161,9 @@ def bootstrap(rows: list[dict], key: str, draws: int = 2000) -> tuple[float, flo
     return tuple(np.quantile(inside[picks].mean(axis=1), [0.025, 0.975]))
 
 
-def panel(work: str, rounds: int) -> list[str]:
-    """Write DIR/panel.yaml and DIR/ages.csv, build the panel's DPareto chains with Snakemake in DIR, and chdir
-    there; the configfiles to load."""
+def panel(work: str, rounds: int, problems: list[str] | None = None) -> list[str]:
+    """Write DIR/panel.yaml and DIR/ages.csv, build the panel's DPareto chains (of `problems`, else all) with
+    Snakemake in DIR, and chdir there; the configfiles to load."""
     import subprocess
 
     import yaml
@@ -183,7 +188,7 @@ def panel(work: str, rounds: int) -> list[str]:
     path = os.path.abspath(os.path.join(work, "panel.yaml"))
     with open(path, "w") as f:
         yaml.safe_dump(config, f)
-    targets = [paths.RunFiles(name, paths.DPARETO, 0).evaluations for name in PANEL]
+    targets = [paths.RunFiles(name, paths.DPARETO, 0).evaluations for name in problems or PANEL]
     command = [os.path.join(ROOT, ".venv", "bin", "snakemake"), "-s", os.path.join(ROOT, "Snakefile"), "--directory",
                os.path.abspath(work), "--cores", "2", f"--configfile={path}", *targets]
     print(" ".join(command), flush=True)
@@ -206,7 +211,7 @@ def main() -> None:
     threadpoolctl.threadpool_limits(1)   # as the query rule runs (threads: 1)
     global SEARCH
     SEARCH = args.search
-    configfiles = panel(args.panel, args.rounds) if args.panel else []
+    configfiles = panel(args.panel, args.rounds, args.problems) if args.panel else []
     args.problems = args.problems or (PANEL if args.panel else PROBLEMS)
     config = load([os.path.join(ROOT, "config", "config.yaml"), *configfiles]) if args.panel else load([])
     settings = Settings.from_config(config["dpareto"], config["statistics"])

@@ -72,6 +72,7 @@ class ClampedLaplaceMean(Oracle):
         return EpsilonDpEvent(self.epsilon(point, n=n, delta=0.0))
 
     def calibrate(self, point, *, n, epsilon, delta):
+        n = n if n is not None else len(self.own)
         return {**point, "scale": (point["upper"] - point["lower"]) / (n * epsilon)}
 
     def train(self, point, data, rng):

@@ -20,8 +20,10 @@ pytestmark = pytest.mark.slow
 
 TINY = {
     # 8 rounds: the kill at the second proposal leaves six (a warm DPareto round on svt takes ~40 ms)
+    # one point a round: a batch round's size follows measured seconds, which a resumed run measures anew
+    # (tests/test_pipeline_user_problems.py runs batch rounds)
     "dpareto": {"problems": ["svt"], "runs": 1, "initial_points": 4, "iterations": 8, "batch_size": 1,
-                "candidates": 200, "gp_restarts": 1, "reference": "fixed"},
+                "candidates": 200, "gp_restarts": 1, "reference": "fixed", "batch_rounds": False},
     "problems": {"svt": {"repeats": 10}},
     "random_sampling": {"points": 4, "points_per_job": 2},
 }

@@ -85,14 +85,18 @@ def centres(problem: Problem, evals: pd.DataFrame, chosen: pd.DataFrame, region:
 
 
 def perturbations(problem: Problem, around: np.ndarray, count: int, taken: set, rng: np.random.Generator) -> np.ndarray:
-    """`count` new points (not in `taken`, rounded as the domain asks) near `around`, in turn, at LOCAL_SCALES."""
+    """`count` new points (not in `taken`, rounded as the domain asks) near `around`, in turn, at LOCAL_SCALES; where
+    those keep repeating points, random points of the domain; fewer where the domain has no more."""
     scaler = InputScaler(problem)
     out = []
-    tries = 0
-    while len(out) < count and tries < 20 * count + 100:
-        i = tries % len(around)
-        scale = LOCAL_SCALES[(tries // len(around)) % len(LOCAL_SCALES)]
-        unit = scaler.to_unit(around[i][None, :])[0] + rng.normal(0.0, scale, len(problem.domain))
+    tries, local = 0, 10 * count + 50
+    while len(out) < count and tries < 2 * local:
+        if tries < local:
+            i = tries % len(around)
+            scale = LOCAL_SCALES[(tries // len(around)) % len(LOCAL_SCALES)]
+            unit = scaler.to_unit(around[i][None, :])[0] + rng.normal(0.0, scale, len(problem.domain))
+        else:   # the neighbourhoods are exhausted (a coarse integer domain): random points of the domain
+            unit = rng.random(len(problem.domain))
         point = scaler.from_unit(np.clip(unit, 0.0, 1.0)[None, :])[0]
         key = tuple(np.round(point, 12))
         tries += 1

@@ -73,6 +73,7 @@ CONFIRM_LEAST = 64
 DROP_Z = 1.0               # a candidate is closed when its Wilson upper bound (z = 1) on P falls below the level
 LEVEL_SPAN = 16.0          # a utility question's bisection starts between hi / LEVEL_SPAN and hi
 LEVEL_STOP = 1.05          # ... and stops when hi / lo is below this
+LEVEL_BAND = 2.0           # without calibrate, a level's candidates have epsilon in [level / LEVEL_BAND, level]
 FIRST_LEVEL_QUANTILE = 0.25   # a utility question's first level: this quantile of epsilon where the chain reached U
 GROW = 4.0                 # no level settled at hi: hi grows by this factor (at most GROW_STEPS times)
 GROW_STEPS = 4
@@ -225,22 +226,28 @@ class TimedQuestion:
         return self.clock.left(self.budget)
 
     def _placed(self, units: np.ndarray, low: float, high: float, level: float | None) -> list[Arm]:
-        """Arms from unit points: calibrated to `level` where the oracle can (else as drawn), kept where their exact
-        epsilon lies in [low, high] and the point in the domain."""
+        """Arms from unit points: calibrated to `level` where the oracle can (then kept at the level), else as drawn
+        and kept where their exact epsilon lies in [low, high]; in the domain."""
         arms = []
         for point in self.scaler.from_unit(units):
             self.clock.spend(candidates=1)
             values = self.as_dict(point)
+            floor = low
             if self.calibrate is not None and level is not None:
                 try:
                     values = self.problem.check(self.calibrate(values, n=self.n, epsilon=level, delta=self.problem.delta))
-                except (UserError, ValueError, ArithmeticError):
+                    floor = level
+                except UserError:
                     continue   # the level is out of this point's reach inside the domain
+                except Exception as exc:  # noqa: BLE001 - a user's calibrate that cannot: search without it
+                    log.warning("%s: calibrate() raised %s: %s; the question's search filters candidates by their "
+                                "exact epsilon instead", self.problem.name, type(exc).__name__, exc)
+                    self.calibrate = None
             try:
                 eps = exact_epsilon(self.problem, values, self.n)
             except Exception:  # noqa: BLE001 - a privacy oracle that raises fails the point, as in evaluate()
                 continue
-            if low * (1 - 1e-9) <= eps <= high * (1 + 1e-9):
+            if floor * (1 - 1e-9) <= eps <= high * (1 + 1e-9):
                 arms.append(Arm(np.array([values[n] for n in self.problem.names], dtype=float), eps, len(self.arms)
                                 + len(arms)))
         return arms
@@ -292,7 +299,7 @@ class TimedQuestion:
 
     def _race_level(self, level: float, until: float) -> Arm | None:
         """A race at epsilon `level` until the counted seconds reach `until`: the settling candidate, or None."""
-        low = level if self.calibrate is not None else level / 2.0
+        low = level / LEVEL_BAND   # without calibrate: the band a level's candidates are kept in
         race: list[Arm] = []
         while self.clock.units < until:
             live = [a for a in race if a.open]
@@ -367,7 +374,7 @@ class TimedQuestion:
     # -- epsilon <= E -------------------------------------------------------------------------------
     def run_epsilon(self) -> Outcome:
         level = self.target
-        low = level if self.calibrate is not None else level / NEAR_BUDGET
+        low = level / NEAR_BUDGET   # without calibrate: the band the candidates are kept in
         z = stats.norm.ppf(0.975)
         while self._left() > 0:   # a generation: new candidates, then the open ones of best upper bound go on
             live = [a for a in self.arms if a.open and a.n]
@@ -386,8 +393,8 @@ class TimedQuestion:
         trained = [a for a in self.arms if a.n >= 2 * BLOCK] or [a for a in self.arms if a.n]
         if not trained:
             return Outcome(None, math.nan, self.trainings, len(self.arms),
-                           f"no candidate of epsilon in [{low:.3g}, {level:.3g}] was found within the search's "
-                           f"{self.budget:.3g} s")
+                           f"no candidate of epsilon {'' if self.calibrate else f'in [{low:.3g}, '}{level:.3g}"
+                           f"{'' if self.calibrate else ']'} was found within the search's {self.budget:.3g} s")
         best = max(trained, key=lambda a: a.mean_bounds(LOWER_Z)[0])
         return Outcome(self.as_dict(best.point), best.epsilon, self.trainings, len(self.arms), "")
 
