@@ -19,7 +19,8 @@ user could write buys four to seven times better answers in the same wall-clock.
      upper bound on P(one training reaches U) trains next; a candidate whose one-sided ACCEPT_Z Wilson lower
      bound reaches REACH_LEVEL settles the level (hi = its epsilon), one whose DROP_Z upper bound falls below it
      or that has ARM_MOST trainings is closed; a level whose share of the budget ends unsettled is too private
-     (lo = the level). It stops when hi / lo < LEVEL_STOP.
+     (lo = the level). It stops when hi / lo < LEVEL_STOP and lo is a level that failed (a bracket settled down to
+     its untested lower end goes on LEVEL_SPAN further down).
    - epsilon <= E: a race at epsilon = E (and in [E / NEAR_BUDGET, E] without `calibrate`): the open candidate of
      highest upper confidence bound on its mean trains next, candidates whose upper bound falls below the best
      lower bound are closed; the answer is the candidate of best lower bound (mean - z_0.9 se).
@@ -357,7 +358,12 @@ class TimedQuestion:
                            f"no candidate up to epsilon {hi_try:.3g} reached {self.target:g} with probability "
                            f"{REACH_LEVEL:g} within the search's {self.budget:.3g} s", levels)
         hi, lo = best.epsilon, best.epsilon / LEVEL_SPAN
-        while hi / lo >= LEVEL_STOP and self._left() > 0:
+        tested = False   # whether lo is a level that failed, or only where the bracket started
+        while self._left() > 0:
+            if hi / lo < LEVEL_STOP:
+                if tested:
+                    break
+                lo = hi / LEVEL_SPAN   # every level settled down to the bracket's untested end: look further down
             steps = max(1, math.ceil(math.log2(math.log(hi / lo) / math.log(LEVEL_STOP))))
             level = math.sqrt(lo * hi)
             settled = self._race_level(level, self.clock.units + self._left() / steps)
@@ -365,8 +371,8 @@ class TimedQuestion:
             if settled is not None:
                 best, hi = settled, settled.epsilon
             else:
-                lo = level
-        note = "" if hi / lo < LEVEL_STOP else (
+                lo, tested = level, True
+        note = "" if hi / lo < LEVEL_STOP and tested else (
             f"the search's {self.budget:.3g} s ran out with the least epsilon reaching {self.target:g} at P "
             f"{REACH_LEVEL:g} between {lo:.3g} and {hi:.3g}")
         return Outcome(self.as_dict(best.point), best.epsilon, self.trainings, len(self.arms), note, levels)
