@@ -257,7 +257,8 @@ def test_a_problem_in_its_own_environment_runs_through_the_workflow_and_is_relea
     requirements.write_text("needs-numpy2==0.1\n")
     config = {
         "studies": ["release"],
-        "dpareto": {"initial_points": 6, "iterations": 3, "candidates": 200, "gp_restarts": 1},
+        # one point a round (this oracle is cheap enough for batch rounds: tests/test_pipeline_user_problems.py's)
+        "dpareto": {"initial_points": 6, "iterations": 3, "candidates": 200, "gp_restarts": 1, "batch_rounds": False},
         "problems": {"centroid": {**_entry(str(requirements)), "dataset": "adult", "repeats": 2}},
         "random_sampling": {"points": 6, "points_per_job": 3, "uniform": False},
         "release": {"problem": "centroid", "tuning": {"split": 0.3}, "validation": 0.25, "epsilon": 1.0, "delta": 1e-5,

@@ -139,7 +139,8 @@ def test_a_problem_in_its_own_environment_is_evaluated_on_slurm(slurm, tmp_path,
     config = tmp_path / "centroid.yaml"
     config.write_text(yaml.safe_dump({
         "studies": ["dpareto"],
-        "dpareto": {"problems": ["centroid"], "initial_points": 4, "iterations": 2, "candidates": 200, "gp_restarts": 1},
+        "dpareto": {"problems": ["centroid"], "initial_points": 4, "iterations": 2, "candidates": 200, "gp_restarts": 1,
+                    "batch_rounds": False},   # one point a round: a job a point, as this test counts them
         "problems": {"centroid": {"oracle": ORACLE, "environment": str(requirements), "dataset": "adult",
                                   "repeats": 2, "domain": DOMAIN}},
         "random_sampling": {"points": 4, "points_per_job": 2, "uniform": False},
