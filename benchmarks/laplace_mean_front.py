@@ -75,6 +75,28 @@ def ages() -> np.ndarray:
     return adult_people()["age"].astype(float).to_numpy()
 
 
+def setting(column: str, epsilon_ms: float = 0.0):
+    """(the column's values, the problem, its prepared data): `column` ages or skewed, each epsilon made to take
+    `epsilon_ms` milliseconds (a computed privacy oracle)."""
+    import sys
+    import time
+
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    from laplace_mean import ClampedLaplaceMean
+
+    values = ages() if column == "ages" else skewed()
+    problem = resolve("laplace-mean", DEFINITION)
+    if epsilon_ms > 0:
+        class Slow(ClampedLaplaceMean):
+            def epsilon(self, point, *, n, delta):
+                time.sleep(epsilon_ms / 1000)
+                return super().epsilon(point, n=n, delta=delta)
+
+        problem = dataclasses.replace(problem, oracle=Slow())
+    raw = Data(values[:, None], np.zeros(len(values)), values[:, None], np.zeros(len(values)), "user CSV", column)
+    return values, problem, problem.oracle.prepare(raw)
+
+
 def chain(problem, data, settings: Settings, context: Context, seed: int, rounds: int) -> pd.DataFrame:
     initial = sample(problem, K0, rng(seed, problem.name, "laplace", "initial"))
     evals = evaluate(problem, initial, data, 3, seed, "initial", 0)
@@ -96,24 +118,10 @@ def main() -> None:
     parser.add_argument("--epsilon-ms", type=float, default=0.0,
                         help="make each epsilon take this many milliseconds (a computed privacy oracle)")
     args = parser.parse_args()
-    import sys
-    import time
-
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    values, problem, data = setting(args.column, args.epsilon_ms)   # puts examples/ on the path
     from laplace_mean import ClampedLaplaceMean, exact_front, least_epsilon_reaching
 
-    values = ages() if args.column == "ages" else skewed()
-    problem = resolve("laplace-mean", DEFINITION)
-    if args.epsilon_ms > 0:
-        class Slow(ClampedLaplaceMean):
-            def epsilon(self, point, *, n, delta):
-                time.sleep(args.epsilon_ms / 1000)
-                return super().epsilon(point, n=n, delta=delta)
-
-        problem = dataclasses.replace(problem, oracle=Slow())
     oracle = problem.oracle
-    raw = Data(values[:, None], np.zeros(len(values)), values[:, None], np.zeros(len(values)), "user CSV", "ages")
-    data = oracle.prepare(raw)
     n = data.n_train
     grid = np.geomspace(1.5e-5, 4.0, 400)
     exact = exact_front(values, grid)

@@ -31,7 +31,6 @@ Run: ./in-env python benchmarks/time_budget.py [--seeds 8] [--column ages|skewed
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import os
 import sys
@@ -49,7 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 
-from laplace_mean_front import DEFINITION, K0, QUERIES, ages, skewed  # noqa: E402
+from laplace_mean_front import K0, QUERIES, setting  # noqa: E402
 
 from dptradeoff.baselines.random_search import sample  # noqa: E402
 from dptradeoff.bo import batch_rounds  # noqa: E402
@@ -58,8 +57,6 @@ from dptradeoff.problems.evaluate import evaluate  # noqa: E402
 from dptradeoff.bo.query_round import question_clock, settled_answer, timed_answer  # noqa: E402
 from dptradeoff.bo.question_search import search_question  # noqa: E402
 from dptradeoff.bo.timed_questions import wilson  # noqa: E402
-from dptradeoff.problems import resolve  # noqa: E402
-from dptradeoff.problems.oracle import Data  # noqa: E402
 from dptradeoff.seeds import rng  # noqa: E402
 from dptradeoff.stats.front_metrics import region_hypervolume  # noqa: E402
 from dptradeoff.stats.region import DerivedRegion  # noqa: E402
@@ -134,17 +131,7 @@ def main() -> None:
     args = parser.parse_args()
     from laplace_mean import ClampedLaplaceMean, exact_front, least_epsilon_reaching
 
-    values = ages() if args.column == "ages" else skewed()
-    problem = resolve("laplace-mean", DEFINITION)
-    if args.epsilon_ms > 0:
-        class Slow(ClampedLaplaceMean):
-            def epsilon(self, point, *, n, delta):
-                time.sleep(args.epsilon_ms / 1000)
-                return super().epsilon(point, n=n, delta=delta)
-
-        problem = dataclasses.replace(problem, oracle=Slow())
-    raw = Data(values[:, None], np.zeros(len(values)), values[:, None], np.zeros(len(values)), "user CSV", args.column)
-    data = problem.oracle.prepare(raw)
+    values, problem, data = setting(args.column, args.epsilon_ms)
     best_at = float(exact_front(values, np.array([0.001]))[0])
     grid = np.geomspace(1.5e-5, 4.0, 400)
     exact = exact_front(values, grid)

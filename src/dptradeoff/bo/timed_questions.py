@@ -267,11 +267,12 @@ class TimedQuestion:
         self.arms += arms
         return arms
 
-    def _train(self, arm: Arm, count: int) -> bool:
-        """`count` more trainings of `arm` (their seeds from the arm and its trainings so far); False: it failed."""
+    def _train(self, arm: Arm, count: int, draw: int | None = None) -> bool:
+        """`count` more trainings of `arm`, their seeds from the arm's key and `draw` (its trainings so far where
+        None); False: it failed."""
         count = int(count)
         rng = derived_rng(self.seed, self.problem.name, "timed-question", self.kind, self.target, self.run_index,
-                          arm.key, len(arm.runs))
+                          arm.key, arm.n if draw is None else draw)
         self.clock.spend(trainings=count)
         self.trainings += count
         try:
@@ -331,13 +332,10 @@ class TimedQuestion:
         The running bound is looked at after every block, and of many candidates near the level some cross it by
         chance; one look at new trainings does not."""
         count = max(CONFIRM_LEAST, CONFIRM_FACTOR * arm.n)
-        check = Arm(arm.point, arm.epsilon, arm.key)
-        check.runs = list(range(arm.n))   # the confirmation's seeds follow the search's
-        check.total = check.squares = 0.0
-        if not self._train(check, count):
+        check = Arm(arm.point, arm.epsilon, arm.key)   # its trainings apart from the search's, seeded after them
+        if not self._train(check, count, draw=arm.n):
             return False
-        hits = int(np.sum(np.asarray(check.runs[arm.n:]) >= self.target))
-        return wilson(hits, count, ACCEPT_Z)[0] >= REACH_LEVEL
+        return wilson(check.hits, count, ACCEPT_Z)[0] >= REACH_LEVEL
 
     def run_utility(self) -> Outcome:
         reached = self.evals[self.evals["utility_min"] >= self.target] if "utility_min" in self.evals else self.evals[:0]
