@@ -127,16 +127,19 @@ BUG_FILES.update({name: ["tests/test_audit_composed.py"] for name in AUDIT_BUGS}
 BUGS.update(SECURE_BUGS)
 BUG_FILES.update({name: ["tests/test_secure_release.py"] for name in SECURE_BUGS})
 NOISE = "src/dptradeoff/exact_noise.py"
-NOISE_BUGS = {   # issue 59: what is released is the distribution the accountant analyses
-    "noise: Karney's fraction trial a (2k + 3)-sided die": [(NOISE, "_below(src, state, width, digits, counts, 2 * k + 2)",
+NOISE_BUGS = {   # issues 59, 65: what is released is the distribution the accountant analyses
+    "noise: Karney's fraction trial (the tail's) a (2k + 3)-sided die": [(NOISE, "_below(src, state, width, digits, counts, 2 * k + 2)",
                                                              "_below(src, state, width, digits, counts, 2 * k + 3)")],
+    "noise: a cell's die one face short": [(NOISE, "or face > np.uint64(below) or", "or face >= np.uint64(below) or")],
+    "noise: the fast path keeps v whatever the cell's die": [(NOISE, "    if face > 2 * low:", "    if True:")],
+    "noise: the fast path's bisection misses a boundary it ties": [
+        (NOISE, "while low < _NORMAL_CELLS and _NORMAL_FIRST[low + 1] <= first:",
+         "while low < _NORMAL_CELLS and _NORMAL_FIRST[low + 1] < first:")],
     "noise: the grid's rounding not paid for": [(NOISE, "return self.scale / (1.0 - 2.0 ** (1 - self.grid_bits)) * _SAFETY",
                                                  "return self.scale")],
     "noise: the MLP's float64 noise rounded to float32, no grid": [
-        ("src/dptradeoff/train/batch.py",
-         "released = self.grid.release(grad.detach().to(\"cpu\", torch.float64).numpy(), self.rng, self.threads)",
-         "released = (grad.detach().to(\"cpu\", torch.float64) + self.grid.drawn_scale * torch.from_numpy("
-         "self.rng.standard_normal(tuple(grad.shape)))).numpy()")],
+        ("src/dptradeoff/train/batch.py", "released = self.grid.place(values, self._noise(values.size))",
+         "released = values + self.grid.drawn_scale * self.sources[0].standard_normal(values.shape)")],
     "noise: the score's noise added in floating point": [
         ("src/dptradeoff/release/run.py", "return float(score_grid.release(np.array([score]), rng)[0]), (chosen, model)",
          "return score + rng.normal(0.0, settings.score_noise), (chosen, model)")],
@@ -149,8 +152,8 @@ NOISE_BUGS = {   # issue 59: what is released is the distribution the accountant
 }
 BUGS.update(NOISE_BUGS)
 EXACT, STATISTIC = "tests/test_exact_noise.py", "tests/test_release_statistic.py"
-BUG_FILES.update(zip(NOISE_BUGS, ([EXACT], [EXACT], ["tests/test_secure_release.py"], [STATISTIC], [STATISTIC],
-                                  ["tests/test_audit_composed.py"])))
+BUG_FILES.update(zip(NOISE_BUGS, ([EXACT], [EXACT], [EXACT], [EXACT], [EXACT], ["tests/test_secure_release.py"],
+                                  [STATISTIC], [STATISTIC], ["tests/test_audit_composed.py"])))
 
 TIMED, BATCH_ROUNDS = "src/dptradeoff/bo/timed_questions.py", "src/dptradeoff/bo/batch_rounds.py"
 BUDGET_BUGS = {   # issue BUDGET: what a timed answer states, and the batches a round trains

@@ -14,11 +14,12 @@ epoch waits for the host. Runs on the GPU when one is present.
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 
 import numpy as np
 import torch
 
-from .batch import Batch, device, draw_lots, noised_average, parts, per_network, uniform
+from .batch import Batch, SecureNoise, device, draw_lots, noised_average, parts, per_network, uniform
 from .hyper import ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, DPSGDHyper
 
 __all__ = ["ARCHITECTURES", "Batch", "device", "train", "train_batch", "accuracy", "accuracies", "logits"]
@@ -126,24 +127,26 @@ def train_batch(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, batch: 
     pieces = parts(width, dev)
     steps = batch.steps(n)
     steps_per_epoch = steps // batch.epochs
-    for step in range(1, steps + 1):
-        idx = draw_lots(lots, width, n, m, dev)
-        grads, _ = clipped_gradient_sum(params, xs[idx], ys[idx], clip)
-        with torch.no_grad():
-            for k, (p, g) in enumerate(zip(params, grads)):
-                for part in pieces:
-                    g_part = noised_average(g[part], stream, std[part], m)
-                    rate = per_network(lr[part], g_part)
-                    if optimizer == "sgd":
-                        p[part] -= g_part.mul_(rate)
-                    else:
-                        mu[k][part].mul_(ADAM_BETA1).add_(g_part, alpha=1 - ADAM_BETA1)
-                        nu[k][part].mul_(ADAM_BETA2).addcmul_(g_part, g_part, value=1 - ADAM_BETA2)
-                        mu_hat = mu[k][part] / (1 - ADAM_BETA1**step)
-                        nu_hat = nu[k][part] / (1 - ADAM_BETA2**step)
-                        p[part] -= rate * mu_hat / (nu_hat.sqrt() + ADAM_KAPPA)
-        if checkpoint is not None and step % steps_per_epoch == 0:
-            checkpoint(step // steps_per_epoch, params)
+    # a release's noise is drawn beside the steps, on cores torch leaves it (SecureNoise)
+    with SecureNoise.sharing_cores() if batch.secure is not None else nullcontext():
+        for step in range(1, steps + 1):
+            idx = draw_lots(lots, width, n, m, dev)
+            grads, _ = clipped_gradient_sum(params, xs[idx], ys[idx], clip)
+            with torch.no_grad():
+                for k, (p, g) in enumerate(zip(params, grads)):
+                    for part in pieces:
+                        g_part = noised_average(g[part], stream, std[part], m)
+                        rate = per_network(lr[part], g_part)
+                        if optimizer == "sgd":
+                            p[part] -= g_part.mul_(rate)
+                        else:
+                            mu[k][part].mul_(ADAM_BETA1).add_(g_part, alpha=1 - ADAM_BETA1)
+                            nu[k][part].mul_(ADAM_BETA2).addcmul_(g_part, g_part, value=1 - ADAM_BETA2)
+                            mu_hat = mu[k][part] / (1 - ADAM_BETA1**step)
+                            nu_hat = nu[k][part] / (1 - ADAM_BETA2**step)
+                            p[part] -= rate * mu_hat / (nu_hat.sqrt() + ADAM_KAPPA)
+            if checkpoint is not None and step % steps_per_epoch == 0:
+                checkpoint(step // steps_per_epoch, params)
     return params
 
 
