@@ -1,6 +1,8 @@
 """DPareto engine: Pareto front, hypervolume, transforms, GP posterior, HVPoI, proposals."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from scipy import optimize
 import pandas as pd
@@ -104,6 +106,21 @@ def test_numpy_posterior_equals_gpflow_predictions():
     # the fit is a real fit: the utility GP learned its noise, the privacy GP is near noiseless
     assert post.noise > 1e-6
     assert gp.Fitter(3).fit(x, y, noiseless=True, restarts=1, rng=rng).noise == pytest.approx(gp.NOISELESS_VARIANCE)
+
+
+def test_a_fit_whose_every_kernel_matrix_fails_is_refitted_with_jitter(caplog, monkeypatch):
+    # 256 rows of a batch round on the Laplace example (near-duplicate perturbations) on which one restart's
+    # Cholesky fails at every step: the fit adds GPflow's jitter once and goes on; without it, the round stopped
+    saved = np.load(Path(__file__).parent / "gp_data" / "batch_round_not_positive_definite.npz")
+    x, y, (*lengthscales, variance, noise) = saved["x"], saved["y"], saved["start"]   # the round before's fit starts it
+    start = gp.Hyperparameters(tuple(lengthscales), variance, noise)
+    post = gp.Fitter(3).fit(x, y, noiseless=False, restarts=1, rng=np.random.default_rng(0), start=start)
+    assert "refitting with jitter" in caplog.text and np.all(post.fixed_noise >= gp.JITTER * 0.999)
+    mean, _ = post.predict(x[:20])
+    assert np.all(np.isfinite(mean)) and np.corrcoef(mean, y[:20])[0, 1] > 0.5
+    monkeypatch.setattr(gp, "JITTER", 0.0)
+    with pytest.raises(RuntimeError, match="with jitter too"):
+        gp.Fitter(3).fit(x, y, noiseless=False, restarts=1, rng=np.random.default_rng(0), start=start)
 
 
 # A toy problem with a known front: epsilon grows with a, the error falls with a and is

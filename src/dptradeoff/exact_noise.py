@@ -558,6 +558,8 @@ def _resume_normal(rng, state, digits, counts, c):
             counts[1] = 1
             digits[1, 0] = np.uint64(state[5])
             low = _cell_from_first(rng, state, GENERATOR_BITS, digits, counts, _NORMAL)
+            if state[2]:
+                return 0
         return _normal_in(rng, state, GENERATOR_BITS, digits, counts, c, low)[1]
     counts[0] = 0
     if not _exp_run(rng, state, GENERATOR_BITS, digits, counts, 2 * CELL_BITS + 1, 2 * low, True, np.uint64(state[5])):
@@ -573,6 +575,8 @@ def _tail_draws(rng, count, c):
     for i in range(count):
         k = _normal_tail(rng, state, GENERATOR_BITS, digits, counts)
         out[i] = _rounded(rng, state, GENERATOR_BITS, digits, counts, k, 0, c)
+    if state[2]:
+        _stopped_draw()
     return out
 
 

@@ -79,10 +79,9 @@ rule evaluate_batch:
         gpu=evaluation_gpu,
     log:
         "logs/dpareto/{problem}/{method}/{run}/evals/{batch}.log",
-    conda:
-        CONDA_ENV
-    script:
-        "../scripts/evaluate_batch.py"
+    # a `run:` rule, as bo_evaluate: each batch a thread of the Snakemake process (chain_round.evaluate_batch)
+    run:
+        chain_round.evaluate_batch_in_rule(wildcards, input, output, params, log)
 
 
 # The random run's first points are DPareto's initial points: its batches go first (see CHAIN_PRIORITY).

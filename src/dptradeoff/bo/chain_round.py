@@ -188,36 +188,69 @@ def evaluate_point(*, method: str, problem: str, definition: dict | None, conver
     training's state from the earlier evaluation file (or `initial`, the chain's initial points) that
     holds it. A killed traced evaluation writes nothing and reruns whole."""
     start = time.perf_counter()
+    with _evaluation(problem, definition, conversion, log) as (chosen, data, oracle_lock):
+        round_points = read_once(proposal)   # a round's q evaluations share its file
+        if "point_index" in round_points:   # a batch round (bo.batch_rounds): its whole batch, in this job
+            with oracle_lock:
+                rows = evaluate(chosen, round_points[chosen.names], data, repeats, seed, method, run,
+                                int(round_points["point_index"].iloc[0]))
+            rows["batch_size"] = len(round_points)
+        else:
+            proposed = round_points.iloc[index % batch_size]
+            point = round_points.iloc[[index % batch_size]][chosen.names]
+            continues = continuation(proposed, initial, os.path.dirname(output), repeats)
+            with oracle_lock:
+                rows = evaluate(chosen, point, data, repeats, seed, method, run, initial_points + index, traces,
+                                continues)
+        rows["round"] = int(round_points["round"].iloc[0])
+        rows["evaluation"] = index   # the chain's evaluation file the rows are in (the initial points: -1)
+        rows["job_seconds"] = time.perf_counter() - start   # the whole evaluation as Snakemake runs it
+        write_frame(rows, output, {"problem": problem, "method": method, "run": run, "chain": chain,
+                                   "repeats": repeats, "definition": definition,
+                                   "source_label": source_label(chosen, data), **replay_provenance(chosen)})
+
+
+@contextlib.contextmanager
+def _evaluation(problem: str, definition: dict | None, conversion: str, log: str):
+    """(the problem resolved, its prepared data, its oracle's lock or none where it is thread-safe) for an
+    evaluation run as a thread of this process, its records in the rule's log; a UserError logged there too."""
     limit_blas_threads()
     limit_torch_threads()
     with thread_log(log):
         try:
             with gp.IMPORT_LOCK:   # a user oracle's module is imported here the first time
                 chosen = resolve(problem, definition, conversion)
-            round_points = read_once(proposal)   # a round's q evaluations share its file
-            data = prepared_data(chosen)
-            lock = _oracle_locks[chosen.name] if not chosen.oracle.thread_safe else None
-            if "point_index" in round_points:   # a batch round (bo.batch_rounds): its whole batch, in this job
-                with lock or contextlib.nullcontext():
-                    rows = evaluate(chosen, round_points[chosen.names], data, repeats, seed, method, run,
-                                    int(round_points["point_index"].iloc[0]))
-                rows["batch_size"] = len(round_points)
-            else:
-                proposed = round_points.iloc[index % batch_size]
-                point = round_points.iloc[[index % batch_size]][chosen.names]
-                continues = continuation(proposed, initial, os.path.dirname(output), repeats)
-                with lock or contextlib.nullcontext():
-                    rows = evaluate(chosen, point, data, repeats, seed, method, run, initial_points + index, traces,
-                                    continues)
-            rows["round"] = int(round_points["round"].iloc[0])
-            rows["evaluation"] = index   # the chain's evaluation file the rows are in (the initial points: -1)
-            rows["job_seconds"] = time.perf_counter() - start   # the whole evaluation as Snakemake runs it
-            write_frame(rows, output, {"problem": problem, "method": method, "run": run, "chain": chain,
-                                       "repeats": repeats, "definition": definition,
-                                       "source_label": source_label(chosen, data), **replay_provenance(chosen)})
+            lock = _oracle_locks[chosen.name] if not chosen.oracle.thread_safe else contextlib.nullcontext()
+            yield chosen, prepared_data(chosen), lock
         except UserError as exc:
             logging.getLogger(__name__).error("%s", exc)
             raise
+
+
+def evaluate_batch(*, method: str, problem: str, definition: dict | None, conversion: str, points: str, output: str,
+                   log: str, batch: int, points_per_job: int, repeats: int, seed: int, run: int, traces=None) -> None:
+    """Evaluate batch `batch` of a fanned-out method's points (random, uniform, a grid, Table 2's comparison)
+    and write its rows to `output`: the `evaluate_batch` rule, run in this process as `evaluate_point` is (as a
+    script job each of `all`'s 158 batches paid ~2 s of interpreter start-up and imports, 37 % of their time)."""
+    from ..problems.batches import Batches
+
+    with _evaluation(problem, definition, conversion, log) as (chosen, data, oracle_lock):
+        batches = Batches(points_per_job)
+        chosen_points = batches.take(read_once(points), batch).copy()   # the cached frame stays as read
+        with oracle_lock:
+            rows = evaluate(chosen, chosen_points, data, repeats, seed, method, run, batches.first(batch), traces)
+        write_frame(rows, output, {"problem": problem, "method": method, "run": run, "definition": definition,
+                                   "repeats": repeats, "seed": seed, "source_label": source_label(chosen, data),
+                                   **replay_provenance(chosen)})
+
+
+def evaluate_batch_in_rule(wildcards, input, output, params, log) -> None:
+    """The body of the `evaluate_batch` run: rule."""
+    with sentence_only():
+        evaluate_batch(method=wildcards.method, problem=wildcards.problem, definition=params.problem,
+                       conversion=params.conversion, points=input.points, output=output[0], log=log[0],
+                       batch=int(wildcards.batch), points_per_job=params.points_per_job, repeats=params.repeats,
+                       seed=params.seed, run=int(wildcards.run), traces=params.traces)
 
 
 def propose_in_rule(wildcards, input, output, params, log) -> None:

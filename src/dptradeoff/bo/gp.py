@@ -94,6 +94,9 @@ def backend():
     return gpflow, tf
 
 
+JITTER = 1e-6   # standardised units, added where no fit's kernel matrix is positive definite (GPflow's default)
+
+
 @dataclass(frozen=True)
 class Hyperparameters:
     """A GP's kernel and likelihood hyperparameters (on the standardised output scale)."""
@@ -291,7 +294,7 @@ class Fitter:
             return self._fit(np.asarray(x, dtype=float), np.asarray(y, dtype=float), noiseless, restarts, rng, start,
                              tolerance, fixed_noise)
 
-    def _fit(self, x, y, noiseless, restarts, rng, start, tolerance, fixed_noise=None):
+    def _fit(self, x, y, noiseless, restarts, rng, start, tolerance, fixed_noise=None, jittered=False):
         y_mean, y_std = float(y.mean()), float(y.std()) or 1.0
         ys = (y - y_mean) / y_std
         fixed = None if fixed_noise is None else np.asarray(fixed_noise, dtype=float) / y_std**2
@@ -318,8 +321,15 @@ class Fitter:
                 optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B", options=options)
             except Exception as exc:  # a restart may hit a non-PSD kernel; the others still count
                 log.warning("GP restart %d failed: %s", restart, exc)
+        if best is None and not jittered:
+            # a noiseless GP on near-duplicate points (a batch round's perturbations) can leave no kernel matrix
+            # positive definite: refit once with GPflow's default jitter on the diagonal
+            log.warning("every GP restart failed: refitting with jitter %g on the kernel's diagonal", JITTER)
+            jitter = np.full(len(x), JITTER * y_std**2)
+            return self._fit(x, y, noiseless, restarts, rng, start, tolerance,
+                             jitter if fixed_noise is None else np.asarray(fixed_noise, dtype=float) + jitter, True)
         if best is None:
-            raise RuntimeError("every GP restart failed")
+            raise RuntimeError("every GP restart failed, with jitter too")
         self._assign(free, best)
         fitted = self._get()
         return Posterior(x, ys, np.array(fitted.lengthscales), fitted.variance, fitted.noise, y_mean, y_std, fixed)
