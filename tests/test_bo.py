@@ -108,14 +108,14 @@ def test_numpy_posterior_equals_gpflow_predictions():
     assert gp.Fitter(3).fit(x, y, noiseless=True, restarts=1, rng=rng).noise == pytest.approx(gp.NOISELESS_VARIANCE)
 
 
-def test_a_fit_whose_every_kernel_matrix_fails_is_refitted_with_jitter(caplog, monkeypatch):
+def test_a_fit_whose_every_kernel_matrix_fails_is_refitted_with_jitter(monkeypatch):
     # 256 rows of a batch round on the Laplace example (near-duplicate perturbations) on which one restart's
     # Cholesky fails at every step: the fit adds GPflow's jitter once and goes on; without it, the round stopped
     saved = np.load(Path(__file__).parent / "gp_data" / "batch_round_not_positive_definite.npz")
     x, y, (*lengthscales, variance, noise) = saved["x"], saved["y"], saved["start"]   # the round before's fit starts it
     start = gp.Hyperparameters(tuple(lengthscales), variance, noise)
     post = gp.Fitter(3).fit(x, y, noiseless=False, restarts=1, rng=np.random.default_rng(0), start=start)
-    assert "refitting with jitter" in caplog.text and np.all(post.fixed_noise >= gp.JITTER * 0.999)
+    assert post.fixed_noise is not None and np.all(post.fixed_noise >= gp.JITTER * 0.999)   # the jitter, as noise
     mean, _ = post.predict(x[:20])
     assert np.all(np.isfinite(mean)) and np.corrcoef(mean, y[:20])[0, 1] > 0.5
     monkeypatch.setattr(gp, "JITTER", 0.0)

@@ -1,8 +1,7 @@
-"""The cells of the exact samplers' fast path (`exact_noise`): where |N| (N ~ N(0, 1)) and |L| (L ~ Laplace(1))
-fall among cells 2^-CELL_BITS scales wide, as the binary expansions of their cumulative probabilities.
+"""The cells of the exact normal sampler (`exact_noise`): where |N| (N ~ N(0, 1)) falls among cells 2^-CELL_BITS
+standard deviations wide, as the binary expansions of their cumulative probabilities.
 
-Row i is floor(2^256 C_i), C_i = P(|N| < i 2^-m) = erf(i 2^-m / sqrt 2) for i = 0 .. NORMAL_BODY 2^m, and
-C_i = P(|L| < i 2^-m) = 1 - e^(-i 2^-m) for i = 0 .. LAPLACE_BODY 2^m. A uniform U compared digit by digit with
+Row i is floor(2^256 C_i), C_i = P(|N| < i 2^-m) = erf(i 2^-m / sqrt 2) for i = 0 .. NORMAL_BODY 2^m. A uniform U compared digit by digit with
 these expansions falls in cell i (C_i <= U < C_(i+1)) with exactly that cell's probability, unless it ties one
 of them on all 256 bits (probability 2^-256 a boundary: the sampler then raises rather than guess).
 
@@ -18,7 +17,6 @@ import numpy as np
 
 CELL_BITS = 4        # m: cells 1/16 of a scale wide
 NORMAL_BODY = 4      # |N| < 4 (all but 6.3e-5 of the mass) in cells; beyond, Karney's algorithm from 4 up
-LAPLACE_BODY = 8     # |L| < 8 (all but 3.4e-4) in cells; beyond, 8 plus a fresh |L| (the exponential is memoryless)
 EXPANSION_BITS = 256
 
 _NORMAL_HEX = (
@@ -89,155 +87,23 @@ _NORMAL_HEX = (
     "fffbd94a1aad40021d0684d8e1b28e86bd56a6a384847aaca82eb60275580ac0",
 )
 
-_LAPLACE_HEX = (
-    "0000000000000000000000000000000000000000000000000000000000000000",
-    "0f82a021c7eae18d0e700fcfb653a2815e717e98cd8f1cf4958925806db4295c",
-    "1e14aed893eef3c3c14ed960d0a2b505427fd60e488cd7262be4c7384dd46941",
-    "2bc4bf69fbc421fd36226fadd441a3e128d60d177ce3f72dc8a4aa567ad4fefb",
-    "38a0830a9befa8bcbea343629c970c469f8ef6a54150bcf243f9808eb5c3e878",
-    "44b4d6906e840f65dd0455d8f8847ab5caf67040d2d3a21daa1cf5b527e1125d",
-    "500dcf50b38b8aac27247fb3ddbd88bce0176a760573cef110c0d1972063e83e",
-    "5ab6c7364817b94edd8a92eb583d3b444a91c6a97532c7a481cc8c7af7fe0972",
-    "64ba681c834fb00c298a5caacf3228981cb840752f17f54431b516a79efebce7",
-    "6e22b679f54ba801b61343fc21a3aa6281a2e0eac7ab72c1ebce5a7ebd1d3996",
-    "76f91b65b360c2a6a75a2e86a39507abbca4c5c7341e2e5416f74d9457b4798c",
-    "7f466e0137fefc9ee7d55e7ae9621c7d5c1087076b0c36936e8bfc4e460f7bcf",
-    "8712fc5040ca06b440f0b3003a7dcb90893b05a5a643bf24d54a7f5063bb89f5",
-    "8e6693878387cbef994038cd3df8d070a2e8c79988a2148ec7b97f5ad77cfce1",
-    "954887da894ad2ff6ac4915e3a013d4b0f3353a8cd1998552b7a30138d323d1e",
-    "9bbfbbd07e5a27c7d67a305c6cb87918886b1abba39095e9e1a8f3908bcb1209",
-    "a1d2a7274c4320e54521387d6fab06f22567fa554a9388cccfdb462f5af82512",
-    "a7875d4be1c204a3c19cd876393b7da65b05093f4af5e88b88ffd4d6c2e97f8a",
-    "ace3936e215380a7f3c875fcdec12c4bf1b86392cb8a1628f3380375b1f39f3f",
-    "b1eca6368adf334ab33aee7c1926e5a8426b4b523f8ad4795c8a23eaa3346c39",
-    "b6a79f23569ec36393227925f472b4c8657a1de212e2cfdf15af769ac3eff075",
-    "bb1939925ecede5348acf4a4954d8eb4123a90bb8096ad4481956483a2852449",
-    "bf45e77ce27f4f05616829887ae5ec794375b67ae58ea8611ee0903bec1e5b31",
-    "c331d5e9dda9fc44b9a44cbcfec906f670bb469520b7318eae529f474c76c05b",
-    "c6e0f11b6947c537282db411df4e9620850e8b59ede201333e524c4331f079e1",
-    "ca56e87b511c712c6cd3847b9d1e0a81eaec4e856dd97afbadfaf0e65562148a",
-    "cd97324acc2338a0f08c8ff634ab6091c9e6e91f529fea9f82dae67d7f96f14e",
-    "d0a50f1907a2fb50331aab718101100ce87e062e69726e091b2d19a690b240ab",
-    "d3838d03fbbf1aefcbfa59a1cd8b4ba6e88c60adb74ad0679c8e75efd29ace4e",
-    "d6358ac6ca9ef4ca12903241dee695941807d8699f75dfd03dee8dac3d21a2fe",
-    "d8bdba98b8cc56770c0ee8d904d822651ff46f34d5be86eba9ddbae2b43b7cb3",
-    "db1ea4df9dfe8d903afb696ffbdd9420b53db8c6d8d4877727a31cf0d35630b2",
-    "dd5aaab880fc68c049122a3da5fad51c0f2269e25d75366a61ecd632434de3f6",
-    "df740858e7671afa5f313816b92409507726a4dbf2b8ef38c6d8f7897bbc21a6",
-    "e16cd74b3af09413f1c489439d5198bf78f87ba8e0795712a8fd7fa37a76a681",
-    "e3471088809239ca88e289fd4ed64aec246cccde99aebbf8e6381742f1bf69eb",
-    "e5048e717ba808b180472337018bc8fbdffdd12988299664a2e317e8f52747dd",
-    "e6a70ea9363d51d22b7e7c5148f700a4e979c1bb835ccd37460d6f00328918e6",
-    "e83033d2c93aee6930e000ade8eb720e7ea01f56b2501c7b3118d13c8010af39",
-    "e9a1873422643f35b823d12d0c3d043c97322b288ba94878440803c10e5397a7",
-    "eafc7a3f6b0bdb58a1b7cb5428fd7bfff866e684aba17fc8624837d25f21aeee",
-    "ec42680499076d197a1d7d60ca16ed5f7866acf12e9e3e6a6e376c485eed38dc",
-    "ed74968c9b927d8912d5ca4d4da1c8699909fb527987ef02c58f85a166cb85bd",
-    "ee94381f7f6a012c84d602aeeaf7977a419946a2b0ed66e8bc3af9534dcafb61",
-    "efa26c76d05fefd22e3b191b93431738b037a14d9dda2fc4e61850caaa5e0d7e",
-    "f0a041dd6ae204240515f3f5713bb083316df48365e923331f22c79dd720e712",
-    "f18eb63ddd5d26a41102bb39a871ed0039721df1d23b5329b3093adeab3eaaa1",
-    "f26eb82067f5705beef46dc2e582b8acced0d158950eeba9413af936c3ab896f",
-    "f341279998a7a89b5becfe6e37bf797fc5f751c6323ce739eb88dd847011bc0e",
-    "f406d72a72844245559eefba1078776d36ab3e308e3942e811495e6dfdff44a0",
-    "f4c08c93003dc2381be7d5101f3bd8cccb8314c07bb75ce88ca59c4a1b4cc77a",
-    "f56f019824aeaa02c3e783573c39f365c159bd5af2bb964bc13f1e2767658086",
-    "f612e4bd6f37e96ae8b8796f43222519f3adfca7904b990fc4e001f03adf30e0",
-    "f6acd9f3addbb2155b34499b6ee1407bd7ee12c102f149a9a1cdf4e7e35f9624",
-    "f73d7b3cebb554ce864552c109c0d0e55cb038e107ea653fcf2bcfa9410f63a9",
-    "f7c559467fda4b4e6d8db5ac11b24c4722129e52c27eea0e1f3d1b04b0d21e8d",
-    "f844fbf9c6c026825a942b7f296b64709ba6a331faf3618f4ba466ca6de52e6d",
-    "f8bce30416ecd724976850facab4deb3dc33f42854ec56bf8370d8d9b489356b",
-    "f92d865678f155af843fdf2ea7d44f3318d512f1ea10a02315ed827c10962964",
-    "f997569da271495907e4956b80d7c8d8e57ba58e1d518f000ae0d26801cf72c2",
-    "f9fabdb2ac3cb5a8a24ad076f8bdacebb2514fb09fca04f86c78e7eae91dc3e7",
-    "fa581f04f43b2d280316fae488416c519b2f47be8a74aca49e7fd55033236dde",
-    "faafd7fd9513477fbae135f4a6a03ca21b2ef4412cfe8c52be7469424f256390",
-    "fb02405cd70e4cb57fd5afdb043cc84ffcb1b933ffee620e9df3019f5799adec",
-    "fb4faa91f7b0c2e205d43fb34f54770ad706bcac783822cc86ca9e5b4cbd464b",
-    "fb98640d9fd6c7cc98a11d5bf73407b0fcdaba1ac9c3ea98c65383f8a69f2f42",
-    "fbdcb58f5ad1322dbfe6fd8ff1b04984911ccdd3f3ece5fdda53c8a9980a682d",
-    "fc1ce36e5c010c8909900f557b05d1753eda8af49afce76ab6ea0ccf18c386be",
-    "fc592ddddbbd15c434777273c2bb967b3916dd6faaae6db299c5cc464834df3c",
-    "fc91d12d4fe3df9565f2ffa058ed970e8fb9a2a96246fd99784e7c8ac18dc864",
-    "fcc70604c0587720b1821ffc96760d89804d0f51fb6d1f1950c1ad5f11fd4396",
-    "fcf9019d73c31ba2db0f058965bb694767efd41da35bc1385a5bb98c39504128",
-    "fd27f5f72d477d185bcb818c5c3507744079fb98a4b98184e7843608a364b852",
-    "fd54120a3072a9145d7bffd21d11b1e57e5e1bf31345a8df7d48f6825dbd8661",
-    "fd7d81f63d68bed6933a00c64b832fc656fb1f73f07578bfcb8350a77f1e73c9",
-    "fda46f2eb45282ce93d5cf0c4a073cef70f44783eefc350d8fa2f2af4629015e",
-    "fdc900a40c31ecde13dd0620d63cbc4cf7adafcd436c7ff8585389bb7db605bb",
-    "fdeb5aeac697fa9774df23d12125155975aa5bb61e083ad9e2fbb8b45cf5b876",
-    "fe0ba0600732ba606d81b474b1e2395b750527668a85c97a341806144fa9c43f",
-    "fe29f14bf3ce2a3f1e7aadf1a8df42b46fbbba9d1951622ad4e110869216a487",
-    "fe466c01ff2ac89e3ba3db6eb65a46a239e7bf27f07f5d8ebd1db8d14817b1cd",
-    "fe612cff3ef75e973b1860a9156c84b60932c57fa88a0a24980c5fd55c924260",
-    "fe7a4f06eb4684cc8d97a7bf1906300ad65f7c63557f0bd85d85f3768eb19336",
-    "fe91eb3d2401b86174616604d6304450b9c492dce2168862d37f9c7abcabca44",
-    "fea819401721ae5662b2027195d848fd3f429aa8b5cc36360c4ed5feef61bb5a",
-    "febcef3fa0d43633db79d44e8cb3799a62e6d1a543e91bcf551223448891611b",
-    "fed082137d31c9fa6b9a64f88d1e3d3171219b6df157bc45eab12972a3f6c11f",
-    "fee2e55021b65a71453e5c921e6310a653c66c2ee4116bb2475876a861eb5a72",
-    "fef42b5a53588d78afbae01bfd35a6f41a42d5ac0d657d04ae7d446bb2735ea7",
-    "ff0465798cd72783d16ed7a4ddaac164df4290ed26c4b434c5d91abf4247dce5",
-    "ff13a3e947a47636d6a6ff4ea9afc429d47711f6126e0050d7bdbe3119735395",
-    "ff21f5e938ba185ea7646324cd6eb0b148d9440dff94a96edb0465f0ce3825ca",
-    "ff2f69cc9193517cab3bc9ecb1db14f6a644ee602388137ab6fa8fbcaf8e10bd",
-    "ff3c0d08549028af31c4058a3316cb1c21c15a23fd3b123e092ae5f229afb1af",
-    "ff47ec40cb16e7d28609b7bda728d2f05b60134803ff5c2e38f1d26a26928573",
-    "ff5313562aeb3b90d61f7d75cf08b5a40b50fbae29095da69c25ab201af62114",
-    "ff5d8d70776159513fa2fdc1fffbca19f76536a71913ec84b6169bd27d32b4f4",
-    "ff67650aaa4f5ba350df72f796cacc95f11a392faf5e024d5803d7326b8f841a",
-    "ff70a3fd2fe6b49f76d69f1afd17a87ebd687ce24b79e1b9d03c2503139d6701",
-    "ff795387bff26f5da176dcea34d05db7ae44869be5aa4eaf9d111af7bdeaff96",
-    "ff817c5a9e5450e51b19665e2b600ccd8af4c9bc8842340e3f0d5e8aacbaf196",
-    "ff89269f4c021b1cda3f438f67cc464b08f69db329af7b7ceeb17271148124fe",
-    "ff905a00b134a86fdc7082b8d3d102bb80299e10b881a9f7b355dca32f956b54",
-    "ff971db2c8f3bd7594b08e7d900415b4bf252fa9aa4b4ec19d74b7bb9d6ebb1a",
-    "ff9d7879d5aac016867f10868e53fb62d97be2ad3143c5cfac82ad2a15edd224",
-    "ffa370b125fb82a0610e905164d60d65ee13b2c2a79164d092fb2cd1b6486412",
-    "ffa90c5170948600655e9318680eefbdd6477b20b59cdde20302911c6e0adb17",
-    "ffae50f6cd671112077637b44abe7eb7c30713f2d66b69b610850d9d63fe4643",
-    "ffb343e65236d28c858042ce62074c416eeb98c969212650f1b7585fd0cf5eca",
-    "ffb7ea13582014ec02d3b83046be928d62a015fba4abd65c9df30946abaaf772",
-    "ffbc48246f5a7b03a96752bfe42e12b9d813242aac32b27c383a9e3b0d9f9931",
-    "ffc06278062c719e791d0a83b207dcbea656ceb6eabff4bab06ddf43ecff36f2",
-    "ffc43d28c7b6ace2a8ccd102a810b5d475c6d32656d65ea08659a017f40df9a8",
-    "ffc7dc11b6f6da33b7dc707e860432695ba9bfc8e1fc51200249c16564b7f5e3",
-    "ffcb42d20a1ce0dd8cb8f6195726b7247cd8d000ce877029c52885acde5cc200",
-    "ffce74d0ca0e5913243014e7f782de4d52654b48bbfc94bc03bf610745d4fcf3",
-    "ffd1754039b80a05588a8b896116e8ff7ccd247ba3ce0cfcbe2e000f35de5383",
-    "ffd447210895092e62ab9bd2ac51d3eb3b100a5230613d48169f7a8dfa753c2b",
-    "ffd6ed45539e46299417d50bd5dc23a116b19dc512cf46beaf8c5ded94026c28",
-    "ffd96a5377a3b2b93ac56fa84aa5cbcdf3c8e2a5ef8fd150fe1843279c4779d7",
-    "ffdbc0c8b7e19c56cef9dca2ef5a7c80646f979fc41cd770ea0dd94765dce34b",
-    "ffddf2fbbb7905355018b3ae77d0ec7d0ef962ed9b06f69adcbb34191743e317",
-    "ffe0031ee448aa2ff4d8fe34717de1c2ec6490d2cc5197dbbcc26f6911ef6012",
-    "ffe1f342817dc094329ad05e945d8f2241e999b393cbfc7bb58ece8575c55f25",
-    "ffe3c556e00f2b67db1dbd93a9161eb189005f1f360c6e5fd96252e6d4f05eea",
-    "ffe57b2e3b33cf6c52fc2c366a313c277a12d0592922638037ea842ad91da8d5",
-    "ffe7167e8ec4a59376dd7183bdab3a008d4a0a70e54cc40966f933fe555f8e89",
-    "ffe898e34d5d14d7717a0524fbdb3d2469e963e52573589463e2b5cc07880b51",
-    "ffea03defbefd85344032b987f0118e152dc043480b57e1a7898107fe5cd3d10",
-)
 
 
-def table(laplace: bool) -> np.ndarray:
-    """The rows as (cells + 1, 4) uint64 words, most significant first: the samplers' boundaries."""
-    rows = _LAPLACE_HEX if laplace else _NORMAL_HEX
-    return np.array([[int(row[16 * w:16 * (w + 1)], 16) for w in range(4)] for row in rows], dtype=np.uint64)
+def table() -> np.ndarray:
+    """The rows as (cells + 1, 4) uint64 words, most significant first: the sampler's boundaries."""
+    return np.array([[int(row[16 * w:16 * (w + 1)], 16) for w in range(4)] for row in _NORMAL_HEX], dtype=np.uint64)
 
 
-def expansions(laplace: bool) -> list[int]:
+def expansions() -> list[int]:
     """floor(2^256 C_i) for every boundary, from mpmath at 600 bits; raises where a C_i lies within 2^-200 of
     a 256-bit boundary (its floor could then be wrong)."""
     import mpmath
 
     with mpmath.workprec(600):
         rows = []
-        for i in range((LAPLACE_BODY if laplace else NORMAL_BODY) * 2**CELL_BITS + 1):
+        for i in range(NORMAL_BODY * 2**CELL_BITS + 1):
             x = mpmath.mpf(i) / 2**CELL_BITS
-            scaled = ((1 - mpmath.exp(-x)) if laplace else mpmath.erf(x / mpmath.sqrt(2))) * mpmath.mpf(2) ** EXPANSION_BITS
+            scaled = mpmath.erf(x / mpmath.sqrt(2)) * mpmath.mpf(2) ** EXPANSION_BITS
             floor = int(mpmath.floor(scaled))
             if i > 0 and min(scaled - floor, floor + 1 - scaled) < mpmath.mpf(2) ** -200:
                 raise ArithmeticError(f"boundary {i} lies within 2^-200 of a 256-bit number")
@@ -246,5 +112,4 @@ def expansions(laplace: bool) -> list[int]:
 
 
 if __name__ == "__main__":
-    for name, laplace in (("_NORMAL_HEX", False), ("_LAPLACE_HEX", True)):
-        print(f"{name} = (\n" + "".join(f'    "{row:064x}",\n' for row in expansions(laplace)) + ")\n")
+    print("_NORMAL_HEX = (\n" + "".join(f'    "{row:064x}",\n' for row in expansions()) + ")")

@@ -20,21 +20,24 @@ For Laplace noise the same with the L1 norm: 2^c >= 2^b d Z, scale lambda' = lam
 
 The samplers draw K with exactly the probability of round(2^c N) (of the rounded Laplace), using only
 uniform random bits: no floating point, no cap in the tails.
-- The cell. |N| (|L|) falls in cell i, [i 2^-m, (i + 1) 2^-m) with m = CELL_BITS = 4, with probability
+The normal:
+- The cell. |N| falls in cell i, [i 2^-m, (i + 1) 2^-m) with m = CELL_BITS = 4, with probability
   C_(i+1) - C_i; the boundaries C_i are tabulated as 256-bit binary expansions (`exact_cells`, recomputed by
   the tests with mpmath). A uniform U compared digit by digit with them lands in cell i exactly where
   C_i <= U < C_(i+1); its first digit almost always decides (a guide table of its leading 8 bits, then the
   boundaries' first digits), further digits only where it ties a boundary's (about 2^-47 of draws).
 - Inside the cell, x = (i + v) 2^-m with v uniform, kept with probability e^-(x^2 - (i 2^-m)^2)/2 =
-  exp(-v (2i + v) / 2^(2m+1)) (the Laplace's: exp(-v 2^-m)) and redrawn otherwise: von Neumann's trial, a
+  exp(-v (2i + v) / 2^(2m+1)) and redrawn otherwise: von Neumann's trial, a
   descending run of uniforms below v whose every step also passes a die of 2^(2m+1) faces (below 2i it passes;
   at 2i, a fresh uniform under v), first failing at an odd step. Most draws end at the first face (above 2i).
   Conditioned on its cell, x then has the normal's density there.
 - Beyond NORMAL_BODY = 4 scales (6.3e-5 of the normal's mass): Karney's algorithm N (C. F. F. Karney,
   "Sampling exactly from the normal distribution", ACM TOMS 42, 2016) restricted to integer parts k >= 4 (its
   geometric proposal is memoryless: k = 4 + j with j's weight e^-(4 + 1/2) j, kept with e^-j(j-1)/2, then its
-  k + 1 fraction trials). Beyond LAPLACE_BODY = 8 scales, 8 plus a fresh |L| (the exponential is memoryless).
+  k + 1 fraction trials).
 - A random sign.
+The Laplace (one draw a released statistic): von Neumann's exponential (x kept with probability e^-x, else
+k + 1) and a sign.
 Uniforms are lazy: their base-2^w digits are drawn only as far as a comparison needs, so every comparison
 is exact; the output needs only the fraction's first c + 1 bits. Fresh bits for the dice and the sign come
 from a pool of digits' bits. A normal reads about 2.3 digits of 53 bits. `_fast_normal` writes the common case
@@ -56,7 +59,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from .exact_cells import CELL_BITS, EXPANSION_BITS, LAPLACE_BODY, NORMAL_BODY, table
+from .exact_cells import CELL_BITS, EXPANSION_BITS, NORMAL_BODY, table
 
 GRID_BITS = 18               # b: the input's rounding costs 2^(1 - b) = 7.6 ppm more noise than the nominal
 MAX_QUOTIENT = 2.0 ** 50     # |v| / gamma at most this: rint(v / gamma) is then within 5/8 of v / gamma
@@ -67,8 +70,8 @@ MAX_DIGITS = 20              # a lazy uniform grows to at most this many digits 
 _SLOTS = 4                   # lazy uniforms alive at once: the fraction, two of a descending run, one spare
 ACCEPTED, REJECTED, SHORT = 0, 1, 2   # an attempt's outcome; short: the digits ran out (an array)
 _SAFETY = 1.0 + 2.0 ** -40   # covers the rounding of sigma' itself
-_NORMAL, _LAPLACE = table(False), table(True)   # the cells' boundaries (numba reads them as constants)
-_NORMAL_CELLS, _LAPLACE_CELLS = NORMAL_BODY << CELL_BITS, LAPLACE_BODY << CELL_BITS
+_NORMAL = table()            # the cells' boundaries (numba reads them as constants)
+_NORMAL_CELLS = NORMAL_BODY << CELL_BITS
 _NORMAL_FIRST = (_NORMAL[:, 0] >> np.uint64(64 - GENERATOR_BITS)).copy()   # each boundary's first 53-bit digit
 _GUIDE_BITS = 8              # the fast path finds U's first digit among those from a guide of its leading 8 bits:
 _NORMAL_GUIDE = (np.searchsorted(_NORMAL_FIRST, np.arange(2**_GUIDE_BITS, dtype=np.uint64)
@@ -313,10 +316,15 @@ def _exp_b(src, state, width, digits, counts, k):
 
 
 @numba.njit(**_JIT)
-def _rounded(src, state, width, digits, counts, whole, unit_bits, c):
+def _rounded(src, state, width, digits, counts, whole, unit_bits, c, pooled=True):
     """round(2^c x) with a random sign, x = (whole + v) 2^-unit_bits for v the lazy uniform in slot 0 (the first
-    c + 1 bits of x decide it)."""
-    negative = _fresh_bits(src, state, width, digits, counts, 1) == np.uint64(1)
+    c + 1 bits of x decide it). The sign from the pool of fresh bits, or (`pooled` false: the Laplace's) the first
+    bit of a fresh digit."""
+    if pooled:
+        negative = _fresh_bits(src, state, width, digits, counts, 1) == np.uint64(1)
+    else:
+        counts[3] = 0
+        negative = _leading(src, state, width, digits, counts, 3, 1) == np.uint64(1)
     shift = c + 1 - unit_bits
     if shift >= 0:
         halves = (np.int64(whole) << np.int64(shift)) + np.int64(_leading(src, state, width, digits, counts, 0, shift))
@@ -430,16 +438,6 @@ def _in_normal_cell(src, state, width, digits, counts, i):
         counts[0] = 0
         face = _fresh_bits(src, state, width, digits, counts, 2 * CELL_BITS + 1)
         if _exp_run(src, state, width, digits, counts, 2 * CELL_BITS + 1, 2 * i, True, face) or _stopped(state):
-            return
-
-
-@numba.njit(**_JIT)
-def _in_laplace_cell(src, state, width, digits, counts):
-    """v (slot 0) of |L| in a cell: kept with probability e^-(x - i 2^-m) = exp(-v / 2^m)."""
-    while True:
-        counts[0] = 0
-        face = _fresh_bits(src, state, width, digits, counts, CELL_BITS)
-        if _exp_run(src, state, width, digits, counts, CELL_BITS, 1, False, face) or _stopped(state):
             return
 
 
@@ -582,20 +580,26 @@ def _tail_draws(rng, count, c):
 
 @numba.njit(**_JIT)
 def _laplace_attempt(src, state, width, digits, counts, c):
-    """(outcome, round(2^c L)), L ~ Laplace(1): the cell of |L| (beyond LAPLACE_BODY: that much more and a fresh
-    cell), the exponential's density within it, a sign. Never rejects."""
-    cells = 0
+    """round(2^c L) for L ~ Laplace(1): von Neumann's exponential (x kept with probability e^-x, else k + 1)
+    and a sign. Never rejects. (A release draws one Laplace a statistic: its speed does not matter, and the
+    seeded examples keep their draws.)"""
+    k = 0
     while True:
-        i = _cell(src, state, width, digits, counts, _LAPLACE)
+        counts[0] = 0
+        y, n = 0, 0
+        while True:
+            z = 2 if y == 1 else 1
+            counts[z] = 0
+            if not _less(src, state, width, digits, counts, z, y):
+                break
+            y = z
+            n += 1
         if _stopped(state):
             return SHORT, 0
-        if i < _LAPLACE_CELLS:
+        if n % 2 == 0:                 # the run failed at an odd step: keep x
             break
-        cells += _LAPLACE_CELLS
-    _in_laplace_cell(src, state, width, digits, counts)
-    if _stopped(state):
-        return SHORT, 0
-    value = _rounded(src, state, width, digits, counts, cells + i, CELL_BITS, c)
+        k += 1
+    value = _rounded(src, state, width, digits, counts, k, 0, c, False)
     return (SHORT if _stopped(state) else ACCEPTED), value
 
 
@@ -765,13 +769,11 @@ def enumerate_attempt(c: int, laplace: bool, max_digits: int, window: int, width
     return _enumerate(int(c), bool(laplace), int(max_digits), int(window), int(width))
 
 
-def enumerate_cell_trial(v_bits, laplace: bool, cell: int, max_bits: int):
-    """(P(kept), P(redrawn), cut) of a cell's trial (`_in_normal_cell`, `_in_laplace_cell`) for v fixed to the
-    dyadic number of `v_bits` (up to MAX_DIGITS bits; a comparison tied past them is cut)."""
+def enumerate_cell_trial(v_bits, cell: int, max_bits: int):
+    """(P(kept), P(redrawn), cut) of a normal cell's trial (`_in_normal_cell`) for v fixed to the dyadic number of
+    `v_bits` (up to MAX_DIGITS bits; a comparison tied past them is cut)."""
     v = np.zeros(MAX_DIGITS, np.uint64)
     v[:len(v_bits)] = v_bits
-    if laplace:
-        return _enumerate_trial(v, CELL_BITS, 1, False, int(max_bits), False)
     return _enumerate_trial(v, 2 * CELL_BITS + 1, 2 * int(cell), True, int(max_bits), False)
 
 
