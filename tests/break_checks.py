@@ -66,9 +66,6 @@ ANSWER_BUGS = {
     "answers: the GP's epsilon used without a warning": [
         (PRIVACY.replace("exact_privacy", "propose"), "            log.warning(", "            log.info(")],
     "answers: no answer below the reach level": [(QUERY, "            if met.any():", "            if False:")],
-    "answers: not settled": [(ROUND, "        if answer.point is None or missing <= 0 or last:",
-                              "        if True:")],
-    "answers: more private contenders left unsettled": [(ROUND, "CONTENDERS = 2 ", "CONTENDERS = 0 ")],
     "answers: utility targets outside the region": [(REGION, "        for target in query_utilities:",
                                                      "        for target in ():")],
     "answers: the mean, not one training, reaches the target": [
@@ -162,8 +159,21 @@ BUDGET_BUGS = {   # issue BUDGET: what a timed answer states, and the batches a 
          "    fresh = np.asarray(next(a for a in search.arms if np.allclose(a.point, point)).runs)\n")],
     "budget: the interval for one training needs no 19 draws": [(TIMED, "    if k < 1:\n        return None\n",
                                                                  "    k = max(k, 1)\n")],
-    "budget: a level settled without the confirmation": [(TIMED, "                    if self._confirmed(arm):",
+    "budget: a level settled without the confirmation": [(TIMED, "                    if self._confirmed(arm, settle):",
                                                           "                    if True:")],
+    # issue HONEST: one rule for every problem
+    "honest: a settled level's margin for its fresh trainings dropped": [
+        (TIMED, "    return min(1.0, level + ACCEPT_Z * math.sqrt(level * (1 - level) / max(fresh, 1)))",
+         "    return level")],
+    "honest: without calibrate, candidates kept below the level": [
+        (TIMED, "                if ea >= level * (1 - LEVEL_TOLERANCE):", "                if True:")],
+    "honest: calibrate's None read as the point unchanged": [
+        ("src/dptradeoff/release/trainers.py", "    if answer is None:\n        return None\n    if not isinstance",
+         "    if answer is None:\n        return dict(point)\n    if not isinstance")],
+    "honest: the wall clock ignored": [(TIMED, "        if self.pinned or self.elapsed() + seconds <= until_share * self.seconds:",
+                                        "        if True:")],
+    "honest: a dear training's budget not raised": [(TIMED, "    budget = max(float(seconds), least_trainings * training + overhead)",
+                                                     "    budget = float(seconds)")],
     "budget: a batch round's perturbations repeat evaluated points": [(BATCH_ROUNDS, "        if key not in taken:",
                                                                         "        if True:")],
 }

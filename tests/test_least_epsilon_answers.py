@@ -1,6 +1,6 @@
 """Answers at the least epsilon, with epsilon computed (issue ASK): a derived region that covers the declared
 utility targets, a utility answer whenever a training met the target (with the probability that one new training
-reaches it), answers trained until they rest on ANSWER_TRAININGS trainings of their own, an oracle too slow for
+reaches it), an oracle too slow for
 every candidate that keeps epsilon exact in the acquisition, and one region in the front figure and table."""
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from dptradeoff.baselines.random_search import sample
 from dptradeoff.bo import exact_privacy
 from dptradeoff.bo.propose import Context, DPareto, Settings
 from dptradeoff.bo.query import REACH_LEVEL, FrontQuery
-from dptradeoff.bo.query_round import ANSWER_TRAININGS, contenders, settled_answer, with_more_trainings
 from dptradeoff.plots.front import chain_privacy, shaded_region
 from dptradeoff.problems import resolve
 from dptradeoff.problems.evaluate import evaluate
@@ -105,46 +104,6 @@ def test_a_utility_answer_exists_while_a_training_met_the_target(chain, laplace)
     assert answer.reach_probability < REACH_LEVEL
     nobody = query.for_utility(min(1.0, target + 1e-3))
     assert nobody.point is None and np.isnan(nobody.reach_probability)
-
-
-# -- settled answers ----------------------------------------------------------------------------------------
-def test_more_trainings_join_their_row():
-    evals = pd.DataFrame({"a": [1.0, 2.0], "utility": [0.5, 0.7], "error": [0.5, 0.3], "utility_min": [0.4, 0.7],
-                          "utility_max": [0.6, 0.7], "utility_runs": [[0.4, 0.6], [0.7]], "repeats": [2, 1]})
-    out = with_more_trainings(evals, ["a"], {"a": 2.0}, [0.5, 0.6])
-    assert list(out.at[1, "utility_runs"]) == [0.7, 0.5, 0.6] and out.at[1, "repeats"] == 3
-    assert out.at[1, "utility"] == pytest.approx(0.6) and out.at[1, "error"] == pytest.approx(0.4)
-    assert (out.at[1, "utility_min"], out.at[1, "utility_max"]) == (0.5, 0.7)
-    assert list(evals.at[1, "utility_runs"]) == [0.7]                   # the caller's frame is left alone
-
-
-def test_an_answer_resting_on_one_training_is_trained_until_it_rests_on_enough(laplace):
-    """A chain of single trainings (R = 1, as MNIST MLP2's): the answer the rule settles on has ANSWER_TRAININGS
-    trainings of its own, the trainings it took counted; they are the oracle's, seeded apart from the chain's."""
-    problem, data = laplace
-    single = evaluate(problem, sample(problem, 30, np.random.default_rng(4)), data, 1, 0, "dpareto", 0)
-    for kind, target in (("eps", 1e-3), ("utility", 0.98)):
-        answer, query, added = settled_answer(problem, single, data, kind, target, FAST, 0, 0)
-        assert answer.point is not None and len(answer.trainings) >= ANSWER_TRAININGS
-        assert added >= ANSWER_TRAININGS - 1 and len(query.evals) == len(single)
-        assert len(set(answer.trainings)) == len(answer.trainings)      # fresh noise, not the chain's repeated
-
-
-def test_a_utility_question_settles_the_more_private_points_whose_mean_meets_it(chain, laplace):
-    """Measured points more private than the answer whose mean meets the target are trained up to ANSWER_TRAININGS
-    (the most private first, CONTENDERS a round): where they truly reach it, the answer moves to them."""
-    problem, data = laplace
-    target = 0.98
-    query = FrontQuery(problem, chain, data, FAST, np.random.default_rng(2))
-    answer = query.for_utility(target)
-    meeting = chain[(chain["utility"] >= target) & (chain["epsilon"] < answer.epsilon)].sort_values("epsilon")
-    assert len(meeting) >= 2, "the chain has no more private point meeting the target in mean: the test needs one"
-    rivals = contenders(query, target, answer.epsilon)
-    assert [r["scale"] for r in rivals] == pytest.approx(list(meeting["scale"][:2]))      # CONTENDERS = 2
-    _, settled, added = settled_answer(problem, chain, data, "utility", target, FAST, 0, 0)
-    for rival in rivals:
-        assert len(settled.trainings_at(np.array([rival[n] for n in problem.names], dtype=float))) >= ANSWER_TRAININGS
-    assert added >= 2 * (ANSWER_TRAININGS - 3)
 
 
 # -- epsilon exact in the acquisition -------------------------------------------------------------------------

@@ -100,24 +100,23 @@ def main(argv=None) -> int:
     _run_arguments(p)
     p.add_argument("--epsilon", type=float, required=True, help="target epsilon")
     p.set_defaults(func=_calibrate)
-    p = sub.add_parser("front", help="a finished study's Pareto front, or the hyperparameters it suggests for a target "
-                                     "epsilon (exact privacy oracle, GP-predicted utility) or a target utility")
+    p = sub.add_parser("front", help="a finished study's Pareto front, or the hyperparameters it answers for a target "
+                                     "epsilon or a target utility (searched for its seconds, stated by fresh trainings)")
     p.add_argument("--problem", required=True, help="a problem of the study (built-in or under problems: in the config)")
     p.add_argument("--run", type=int, default=0, help="the DPareto chain run (default 0)")
     target = p.add_mutually_exclusive_group()
-    target.add_argument("--epsilon", type=float, help="the hyperparameters maximising predicted utility with epsilon <= this")
-    target.add_argument("--utility", type=float, help="the hyperparameters with the smallest epsilon whose one new training "
-                        "reaches this utility by the 90 %% predictive interval (its lower end)")
-    p.add_argument("--search", action="store_true", help="search the whole domain by the GP, untrained points too "
-                   "(default: the chain's trained points, each answer with its trainings)")
+    target.add_argument("--epsilon", type=float, help="the hyperparameters of best expected utility at epsilon <= this")
+    target.add_argument("--utility", type=float, help="the hyperparameters of least epsilon whose one new training "
+                        "reaches this utility with probability 0.9")
     p.add_argument("--seconds", type=float, default=None,
-                   help="answer the question by the clock, training for this many seconds (a cheap oracle's: the "
-                        "query rule's time budget, docs/your-algorithm.md#a-budget-in-seconds), then state it by fresh "
-                        "trainings; a dear oracle's question is searched and settled by the count rules")
+                   help="the question's seconds (default: the config's, as the query rule's, at least "
+                        "dpareto.question_trainings trainings' worth; docs/your-algorithm.md#one-answering-rule); "
+                        "given, the question is answered now even where the query rule answered it")
     p.add_argument("--configfile", action="append", default=[],
                    help="the config(s) the study ran with, merged over config/config.yaml as Snakemake does (repeatable)")
     p.add_argument("--seed", type=int, default=None,
-                   help="root seed of the GP fit and the candidate search (default: the config's `seed`, as the query rule)")
+                   help="root seed of the search (default: the config's `seed`); its trainings are never the query "
+                        "rule's")
     p.set_defaults(func=_front)
     p = sub.add_parser("release", help="release a model from a finished tuning study: private selection among the "
                                        "front's points on the private rows, its (epsilon, delta) covering its tuning")

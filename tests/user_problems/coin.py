@@ -21,3 +21,36 @@ class Coin(Oracle):
 
     def utilities(self, point, data, repeats, rng):
         return (rng.random(repeats) < self.p).astype(float)
+
+
+class PlainCoin(Coin):
+    """The coin without `calibrate`: a question's candidates are moved onto its epsilon level by the exact epsilon."""
+    calibrate = None
+
+
+class PartialCoin(Coin):
+    """A `calibrate` that returns only the key it changes, and None where the noise would leave [0.1, 10]."""
+
+    def calibrate(self, point, *, n, epsilon, delta):
+        return {"noise": 1.0 / epsilon} if 0.1 <= 1.0 / epsilon <= 10.0 else None
+
+
+class WrongCoin(Coin):
+    """A `calibrate` that returns something that is not a point."""
+
+    def calibrate(self, point, *, n, epsilon, delta):
+        return [1.0 / epsilon]
+
+
+class SlowCoin(Coin):
+    """The coin, each training `seconds` long."""
+
+    def __init__(self, p: float = 0.9, seconds: float = 0.01):
+        super().__init__(p)
+        self.seconds = seconds
+
+    def utilities(self, point, data, repeats, rng):
+        import time
+
+        time.sleep(self.seconds * repeats)
+        return super().utilities(point, data, repeats, rng)

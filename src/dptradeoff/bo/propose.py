@@ -74,8 +74,9 @@ class Settings:
     resume: bool = False            # traced chains: also propose continuing a training (bo.resume), by gain per cost
     path_value: bool = False        # traced chains, hvpoi-region: a training is worth the front its whole path adds
     query_every: int = 4            # with declared queries, every this-many-th round steers towards one (0: never)
-    question_trainings: int = 8     # each declared question's own search after the chain, in trainings (bo.question_search)
-    question_seconds: float = 10.0  # ... and in seconds where a training is cheap (bo.timed_questions; 0: never)
+    question_seconds: float = 10.0  # each declared question's seconds (bo.timed_questions) ...
+    question_trainings: int = 200   # ... at least this many trainings' worth of its measured cost
+    question_tiers: dict | None = None   # pinned cost tiers of every question (a replay); None: measured
     batch_rounds: bool = True       # a round trains a batch where a point is cheaper than a proposal (bo.batch_rounds)
 
     @classmethod
@@ -97,6 +98,7 @@ class Settings:
                    query_every=int(dpareto.get("query_every", cls.query_every)),
                    question_trainings=int(dpareto.get("question_trainings", cls.question_trainings)),
                    question_seconds=float(dpareto.get("question_seconds", cls.question_seconds) or 0.0),
+                   question_tiers=dpareto.get("question_tiers"),
                    batch_rounds=bool(dpareto.get("batch_rounds", cls.batch_rounds)))
 
     @property

@@ -130,22 +130,6 @@ def rows_at(evals: pd.DataFrame, names: list[str], point) -> np.ndarray:
                              atol=0), axis=1)
 
 
-def with_more_trainings(evals: pd.DataFrame, names: list[str], point: dict, runs) -> pd.DataFrame:
-    """`evals` with the single trainings `runs` of `point` added to its last row (mean, min, max, error and
-    `utility_runs` recomputed; `repeats` counts them all)."""
-    i = evals.index[np.flatnonzero(rows_at(evals, names, [point[n] for n in names]))[-1]]
-    before = list(evals.at[i, "utility_runs"]) if "utility_runs" in evals else [float(evals.at[i, "utility"])]
-    everything = np.array([*before, *runs], dtype=float)
-    out = evals.copy()
-    out["utility_runs"] = out["utility_runs"].astype(object) if "utility_runs" in out else [[u] for u in out["utility"]]
-    out.at[i, "utility_runs"] = everything.tolist()
-    out.loc[i, ["utility", "utility_min", "utility_max"]] = everything.mean(), everything.min(), everything.max()
-    out.loc[i, "error"] = 1.0 - everything.mean()
-    if "repeats" in out:
-        out.loc[i, "repeats"] = len(everything)
-    return out
-
-
 def utility_moments(mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and sd of utility = 1 - error when the GP's latent logit(error) is N(mean, var)
     (Gauss-Hermite quadrature, 40 nodes)."""

@@ -1,36 +1,34 @@
-"""A declared question answered with the user's time, not a count of trainings (the `query` rule, cheap oracles).
+"""Every declared question, and `dptradeoff front --epsilon/--utility`, answered with the user's time: searched for its
+seconds, then stated by trainings made after the choice (the `query` rule; one rule whatever a training costs).
 
-A clamped mean or a count trains in microseconds to milliseconds: a question's count budget
-(`dpareto.question_trainings`, 8) then leaves almost all of the answer to the chain's GP, and a random search any
-user could write buys four to seven times better answers in the same wall-clock. So where a training is cheap
-(`QuestionClock.cheap`: the question's seconds buy at least CHEAP_TRAININGS of them) a question spends
-`dpareto.question_seconds` (or the problem's own `question_seconds`):
+A question's budget is `dpareto.question_seconds` (or the problem's `seconds.question`, or `--seconds`), and at least
+`dpareto.question_trainings` trainings of its measured cost (a dear training: DP-SGD's 0.1-3 s buy few trainings in
+10 s, and an answer needs ORDER_LEAST fresh ones for its interval). The row states the budget it had and why.
 
-1. **Measured cost, in tiers.** One training's and one epsilon's wall seconds are measured on the chain's points
-   and rounded up to a tier (COST_TIERS_PER_DECADE a decade): the seconds become a count of trainings and epsilon
-   calls, so the search is a function of its seeds and tier and replays bit for bit where the tier is the same
-   (a cost near a tier's edge may fall in the next on a busier machine: the row records the tier).
-2. **Search where the answer must lie** (`SEARCH_SHARE` of the seconds). Epsilon is known before a training, and
-   an oracle with `calibrate` (the release's interface) sets its privacy parameter so a point spends exactly a
-   given epsilon: every candidate is then placed on the level asked (without `calibrate`, candidates are filtered
-   by their exact epsilon into the level's band). Candidates are random points of the domain and perturbations of
-   the best points so far (local refinement, at shrinking scales), each trained in blocks of BLOCK:
-   - utility >= U: a bisection on an epsilon level; at each level a race: the open candidate of highest Wilson
-     upper bound on P(one training reaches U) trains next; a candidate whose one-sided ACCEPT_Z Wilson lower
-     bound reaches REACH_LEVEL settles the level (hi = its epsilon), one whose DROP_Z upper bound falls below it
-     or that has ARM_MOST trainings is closed; a level whose share of the budget ends unsettled is too private
-     (lo = the level). It stops when hi / lo < LEVEL_STOP and lo is a level that failed (a bracket settled down to
-     its untested lower end goes on LEVEL_SPAN further down).
-   - epsilon <= E: a race at epsilon = E (and in [E / NEAR_BUDGET, E] without `calibrate`): the open candidate of
-     highest upper confidence bound on its mean trains next, candidates whose upper bound falls below the best
-     lower bound are closed; the answer is the candidate of best lower bound (mean - z_0.9 se).
-3. **Fresh trainings state the answer** (the rest of the seconds, at least FRESH_LEAST on a cheap oracle): the
-   chosen point is trained again with seeds the search never used, and only those trainings state its
-   probability of reaching U (their share) and its interval for one new training (order statistics:
-   `order_interval`, distribution-free from ORDER_LEAST trainings): no winner's curse from the search's choice.
-
-`search_question`'s count rules (`bo.question_search`) stay for oracles whose training is dear (DP-SGD), where
-the chain's GP is the better guide and the count is the right budget."""
+1. **Measured cost, in tiers.** One training's and one candidate's wall seconds are measured (a dear oracle's
+   training from the chain's own records) and rounded up to a tier (COST_TIERS_PER_DECADE a decade); what measuring
+   and setting up took is counted too (`overhead`). The seconds become counts of trainings and candidates, so the
+   search is a function of its seeds and tiers, and a rerun given the recorded tiers (`QuestionClock.pinned`)
+   replays it bit for bit on another machine. Without pinned tiers, answers depend on the machine and its load.
+2. **Search where the answer must lie** (`SEARCH_SHARE` of the seconds). Epsilon is known before a training: every
+   candidate is placed on the epsilon level asked, by the oracle's `calibrate` (the release's interface) where it
+   has one, else by a one-dimensional search on the exact epsilon along the hyperparameter that moves it most
+   (`_onto_level`: within LEVEL_TOLERANCE below the level; a candidate no such move brings there is dropped).
+   Candidates are random points of the domain and perturbations of the best so far, trained in blocks:
+   - utility >= U: a bisection on epsilon levels, at each a Wilson race on P(one training reaches U); a candidate
+     whose one-sided ACCEPT_Z lower bound clears the level plus the planned fresh trainings' own margin
+     (`settle_level`) is confirmed once on new trainings and settles it, so that the fresh share a settled level
+     states falls below the level in at most 5 % of questions;
+   - epsilon <= E: a race at epsilon = E on the mean utility; the answer is the candidate of best lower bound.
+3. **Fresh trainings state the answer** (the rest of the seconds): the chosen point trained again with seeds the
+   search never used; only they state its mean, its P (their share reaching U) and its interval for one new
+   training (order statistics, distribution-free from ORDER_LEAST). A budget that cannot buy ORDER_LEAST says so.
+   A utility answer whose fresh share is below the level says "P below" it, plainly.
+4. **By the clock.** A question stops searching when its counted seconds are spent or its wall-clock share is, and
+   trains its fresh trainings only while the wall-clock allows one more chunk: it takes at most its seconds plus one
+   training (a stop by the wall-clock, on a machine slower than measured, is recorded: that answer is not a replay).
+   Pinned tiers are a replay: the counts decide, and the wall clock does not stop it.
+"""
 from __future__ import annotations
 
 import logging
@@ -46,35 +44,35 @@ from .. import UserError
 from ..problems.evaluate import checked_utilities, epsilon as exact_epsilon, training_rows
 from ..problems.problem import Problem
 from ..problems.tables import succeeded
-from ..release.trainers import oracle_target
+from ..release.trainers import calibrate_hook, oracle_target
 from ..seeds import rng as derived_rng
-from .query import INTERVAL_LEVEL, NEAR_BUDGET
+from .query import INTERVAL_LEVEL
 from .replication import REACH_LEVEL
 from .transforms import InputScaler
 
 log = logging.getLogger(__name__)
 
-CHEAP_TRAININGS = 1000     # a question's seconds buy at least this many trainings: its time budget rules
 COST_TIERS_PER_DECADE = 4  # a measured cost is rounded up to 10 ** (k / 4) s: a tier decides the counts
 MEASURE_SECONDS = 0.2      # measuring a training's cost takes about this long (at least MEASURE_LEAST trainings)
 MEASURE_LEAST = 8
-SEARCH_SHARE = 0.75        # of a question's seconds, its search; the rest buys the answer's fresh trainings
-FRESH_LEAST = 200          # fresh trainings of a cheap oracle's answer, at least
-FRESH_MOST = 20000         # ... and at most (its share of P is then known to +- 0.002)
+SEARCH_SHARE = 0.75        # of a question's seconds (less its overhead), its search; the rest buys fresh trainings
+FRESH_MOST = 20000         # fresh trainings of an answer, at most (its share of P is then known to +- 0.002)
 ORDER_LEAST = 19           # fresh trainings from which the interval is distribution-free (order statistics)
-BLOCK = 8                  # trainings per step of a race
+FRESH_CHUNK_SECONDS = 0.25  # fresh trainings are trained in chunks of about this long (one training at least)
+BLOCK = 8                  # trainings per step of a race (fewer where the budget buys few: `TimedQuestion.block`)
 NEW_CANDIDATES = 8         # candidates added at once to a level's race, half random, half around the best so far
 GENERATION = 32            # candidates added at once to an epsilon question's race
 OPEN_MOST = 16             # a race keeps at most this many candidates open before it adds new ones
 ARM_MOST = 512             # trainings of one candidate in a race, at most
-ACCEPT_Z = 1.645           # a level is settled by a candidate whose one-sided 95 % Wilson lower bound on P reaches it,
-                           # on its search trainings and then, once, on new ones (`_confirmed`)
+ACCEPT_Z = 1.645           # a level is settled by a candidate whose one-sided 95 % Wilson lower bound on P clears
+                           # `settle_level`, on its search trainings and then, once, on new ones (`_confirmed`)
 CONFIRM_FACTOR = 2         # ... CONFIRM_FACTOR times as many as its search trainings, at least CONFIRM_LEAST
 CONFIRM_LEAST = 64
 DROP_Z = 1.0               # a candidate is closed when its Wilson upper bound (z = 1) on P falls below the level
 LEVEL_SPAN = 16.0          # a utility question's bisection starts between hi / LEVEL_SPAN and hi
 LEVEL_STOP = 1.05          # ... and stops when hi / lo is below this
-LEVEL_BAND = 2.0           # without calibrate, a level's candidates have epsilon in [level / LEVEL_BAND, level]
+LEVEL_TOLERANCE = 1e-3     # without calibrate, a candidate is moved to epsilon in [level (1 - this), level]
+ONTO_STEPS = 40            # ... by at most this many bisection steps on one hyperparameter
 FIRST_LEVEL_QUANTILE = 0.25   # a utility question's first level: this quantile of epsilon where the chain reached U
 GROW = 4.0                 # no level settled at hi: hi grows by this factor (at most GROW_STEPS times)
 GROW_STEPS = 4
@@ -83,6 +81,8 @@ ELITE = 4                  # perturbations are around this many of the best cand
 LOWER_Z = stats.norm.ppf(INTERVAL_LEVEL)   # an epsilon question's pick: mean - z_0.9 se
 FRESH_SOURCE = ("{n} fresh trainings after it was chosen: P their share, the interval their order statistics "
                 "(distribution-free for one new training; not a guarantee of the mechanism)")
+FEW_FRESH_SOURCE = ("{n} fresh trainings after it was chosen: P their share; no interval (it needs "
+                    f"{ORDER_LEAST} fresh trainings, and the question's budget bought fewer)")
 
 
 def cost_tier(seconds: float) -> float:
@@ -112,13 +112,39 @@ def wilson(successes: int, n: int, z: float) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def trainings(problem: Problem, point: dict, data, count: int, rng: np.random.Generator) -> np.ndarray:
+    """`count` trainings of `point` from `rng`, checked; a traced oracle's to the point's own epochs (its trace's
+    last checkpoint: the training a chain's row of that epoch measured)."""
+    oracle = problem.oracle
+    if oracle.trace_axis is not None:
+        end = int(point[oracle.trace_axis])
+        runs = oracle.utilities_trace(point, data, count, rng, [end])[end]
+    else:
+        runs = oracle.utilities(point, data, count, rng)
+    return checked_utilities(problem, point, runs, count)
+
+
+def settle_level(fresh: int, level: float = REACH_LEVEL) -> float:
+    """What a candidate's P must clear to settle a level whose answer `fresh` trainings will state: the level plus
+    the one-sided 95 % margin of a share of `fresh` draws at the level, so a truly settled point's fresh share falls
+    below the level in at most 5 % of questions (at most 1)."""
+    return min(1.0, level + ACCEPT_Z * math.sqrt(level * (1 - level) / max(fresh, 1)))
+
+
 @dataclass
 class QuestionClock:
-    """A question's time budget as counts: measured costs in tiers (`cost_tier`) and what the seconds buy."""
+    """A question's time budget as counts: measured costs in tiers (`cost_tier`), what the seconds buy, and the wall
+    clock it stops by. `pinned`: the tiers were given (a replay), not measured."""
     seconds: float
     training: float            # one training's seconds, tiered
     candidate: float           # placing one candidate on a level (calibration, its exact epsilon), tiered
-    units: float = 0.0         # the seconds the search spent, counted (not measured)
+    overhead: float = 0.0      # measuring and setting up, tiered: taken from the seconds before the search
+    units: float = 0.0         # the seconds the search and the fresh trainings spent, counted (not measured)
+    asked: float = math.nan    # the seconds asked for (NaN: `seconds`), where a dear training raised them
+    pinned: bool = False
+    started: float = field(default_factory=time.perf_counter)
+    rate: float = 0.0          # one training's wall seconds as this question's trainings took them (the wall checks')
+    stopped: str = ""          # why the wall clock stopped the question early ("": it did not)
 
     @property
     def trainings(self) -> int:
@@ -126,8 +152,9 @@ class QuestionClock:
         return int(self.seconds / self.training)
 
     @property
-    def cheap(self) -> bool:
-        return self.trainings >= CHEAP_TRAININGS
+    def usable(self) -> float:
+        """The seconds for the search and the fresh trainings."""
+        return max(self.seconds - self.overhead, 0.0)
 
     def spend(self, trainings: int = 0, candidates: int = 0) -> None:
         self.units += trainings * self.training + candidates * self.candidate
@@ -135,29 +162,72 @@ class QuestionClock:
     def left(self, until: float) -> float:
         return until - self.units
 
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def per_training(self) -> float:
+        """One training's wall seconds for the wall checks: the slower of its tier and what trainings took here."""
+        return max(self.training, self.rate)
+
+    def observe(self, trainings: int, seconds: float) -> None:
+        """`trainings` took `seconds` of wall clock: the running rate (the latest block weighs a half)."""
+        if trainings > 0:
+            now = seconds / trainings
+            self.rate = now if self.rate == 0.0 else 0.5 * (self.rate + now)
+
+    def wall_allows(self, until_share: float, seconds: float = 0.0) -> bool:
+        """Whether the wall clock allows `seconds` more before `until_share` of the question's seconds; records the
+        stop where it does not. Pinned tiers (a replay) are not stopped: the counts decide, as on the run replayed."""
+        if self.pinned or self.elapsed() + seconds <= until_share * self.seconds:
+            return True
+        self.stopped = self.stopped or (f"stopped by the wall clock at {self.elapsed():.3g} s of {self.seconds:g} s "
+                                        f"(the machine ran slower than its measured tiers: not a replay)")
+        return False
+
+    def tiers(self) -> dict:
+        """What a rerun pins to replay this question (`dpareto.question_tiers` / a problem's `seconds.tiers`)."""
+        return {"training": self.training, "candidate": self.candidate, "overhead": self.overhead}
+
     def tier_text(self) -> str:
-        return f"{self.seconds:g} s; a training {self.training:.3g} s, a candidate {self.candidate:.3g} s (tiers)"
+        raised = (f" (the {self.asked:g} s asked buy fewer than the least trainings a question gets)"
+                  if math.isfinite(self.asked) and self.asked < self.seconds else "")
+        how = "pinned" if self.pinned else "tiers"
+        return (f"{self.seconds:.4g} s{raised}; a training {self.training:.3g} s, a candidate {self.candidate:.3g} s, "
+                f"overhead {self.overhead:.3g} s ({how})")
 
 
-def measure(problem: Problem, data, points: list[dict], seconds: float, seed: int) -> QuestionClock:
-    """A question's clock: one training's cost (blocks of BLOCK, as a race trains them) and one candidate's (placed
-    on an epsilon level as a race places them), measured on `points` (the chain's), in tiers."""
-    clock = QuestionClock(float(seconds), 1.0, 1.0)
-    n = training_rows(data)
-    probe = TimedQuestion(problem, pd.DataFrame(), data, "eps", exact_epsilon(problem, points[0], n), clock, seed,
-                          "measure")
-    start, placed = time.perf_counter(), 0
-    while placed < MEASURE_LEAST or time.perf_counter() - start < MEASURE_SECONDS / 4:
-        probe._placed(probe.rng.random((4, len(problem.domain))), 0.0, math.inf, probe.target)
-        placed += 4
-    per_candidate = (time.perf_counter() - start) / placed
-    probe._train(Arm(np.array([points[0][p] for p in problem.names], float), 0.0, -1), 1)   # compiles what it compiles
-    start, done = time.perf_counter(), 0
-    while done < 4 * BLOCK or time.perf_counter() - start < MEASURE_SECONDS:
-        probe._train(Arm(np.array([points[done % len(points)][p] for p in problem.names], float), 0.0, done), BLOCK)
-        done += BLOCK
-    per_training = (time.perf_counter() - start) / done
-    return QuestionClock(float(seconds), cost_tier(per_training), cost_tier(per_candidate))
+def measure(problem: Problem, data, points: list[dict], seconds: float, seed: int, recorded: float | None = None,
+            least_trainings: int = 0, tiers: dict | None = None) -> QuestionClock:
+    """A question's clock: one training's cost (`recorded`, the chain's, where given: a dear oracle is not trained to
+    be timed; else measured in blocks of BLOCK on `points`, the chain's), one candidate's (placed on an epsilon
+    level as a race places them) and the overhead, in tiers, or `tiers` as given (a replay). The seconds are raised
+    to `least_trainings` trainings where they buy fewer."""
+    started = time.perf_counter()
+    if tiers:
+        training, candidate, overhead = (float(tiers[k]) for k in ("training", "candidate", "overhead"))
+    else:
+        n = training_rows(data)
+        probe = TimedQuestion(problem, pd.DataFrame(), data, "eps", exact_epsilon(problem, points[0], n),
+                              QuestionClock(float(seconds), 1.0, 1.0), seed, "measure")
+        start, placed = time.perf_counter(), 0
+        while placed < MEASURE_LEAST or time.perf_counter() - start < MEASURE_SECONDS / 4:
+            probe._placed(probe.rng.random((4, len(problem.domain))), probe.target)
+            placed += 4
+        candidate = cost_tier((time.perf_counter() - start) / placed)
+        if recorded is not None:
+            training = cost_tier(recorded)
+        else:
+            probe._train(Arm(np.array([points[0][p] for p in problem.names], float), 0.0, -1), 1)   # compiles
+            start, done = time.perf_counter(), 0
+            while done < 4 * BLOCK or time.perf_counter() - start < MEASURE_SECONDS:
+                probe._train(Arm(np.array([points[done % len(points)][p] for p in problem.names], float), 0.0, done),
+                             BLOCK)
+                done += BLOCK
+            training = cost_tier((time.perf_counter() - start) / done)
+        overhead = cost_tier(time.perf_counter() - started)
+    budget = max(float(seconds), least_trainings * training + overhead)
+    return QuestionClock(budget, training, candidate, overhead, asked=float(seconds), pinned=bool(tiers),
+                         started=started)
 
 
 @dataclass
@@ -192,13 +262,15 @@ class Arm:
 @dataclass
 class Outcome:
     """What a timed search found and spent: the answer (None: none), its epsilon, the search's trainings and
-    candidates, and a sentence where it ended short ("": it finished)."""
+    candidates, a sentence where it ended short ("": it finished), the levels it tried, and whether a utility
+    answer settled its level (False: the candidate likeliest to reach it, no level settled)."""
     point: dict | None
     epsilon: float
     trainings: int
     candidates: int
     note: str
     levels: list = field(default_factory=list)
+    settled: bool = True
 
 
 class TimedQuestion:
@@ -211,13 +283,17 @@ class TimedQuestion:
         self.seed, self.run_index = seed, run
         self.scaler = InputScaler(problem)
         self.n = training_rows(data)
-        hook = getattr(oracle_target(problem), "calibrate", None)
-        self.calibrate = hook if callable(hook) else None
+        self.calibrates = callable(getattr(oracle_target(problem), "calibrate", None))
         self.rng = derived_rng(seed, problem.name, "timed-question", kind, target, run)
         self.arms: list[Arm] = []
         self._seeds: list[Arm] | None = None
+        self._axes: list[int] | None = None
         self.trainings = 0
-        self.budget = clock.seconds * SEARCH_SHARE
+        self.budget = clock.usable * SEARCH_SHARE
+        usable_trainings = clock.usable / clock.training
+        self.planned_fresh = int(min(FRESH_MOST, usable_trainings * (1 - SEARCH_SHARE)))
+        # a budget of few trainings races in smaller blocks (a level still needs ~25 trainings to settle)
+        self.block = int(min(BLOCK, max(1, usable_trainings * SEARCH_SHARE // 32)))
 
     # -- pieces -------------------------------------------------------------------------------
     def as_dict(self, point: np.ndarray) -> dict:
@@ -226,35 +302,96 @@ class TimedQuestion:
     def _left(self) -> float:
         return self.clock.left(self.budget)
 
-    def _placed(self, units: np.ndarray, low: float, high: float, level: float | None) -> list[Arm]:
-        """Arms from unit points: calibrated to `level` where the oracle can (then kept at the level), else as drawn
-        and kept where their exact epsilon lies in [low, high]; in the domain."""
+    def _spent(self, until: float) -> bool:
+        """The search's counted seconds reached `until`, or its wall-clock share ran out."""
+        return self.clock.units >= until or not self.clock.wall_allows(SEARCH_SHARE)
+
+    def _epsilon_at(self, unit: np.ndarray) -> float:
+        return exact_epsilon(self.problem, self.as_dict(self.scaler.from_unit(unit[None, :])[0]), self.n)
+
+    def _epsilon_axes(self) -> list[int]:
+        """The hyperparameters that move epsilon, the most first (measured at four points of the box)."""
+        if self._axes is None:
+            d = len(self.problem.domain)
+            probe = derived_rng(self.seed, self.problem.name, "timed-question", "axes").random((4, d))
+            effect = np.zeros(d)
+            for u in probe:
+                for j in range(d):
+                    low, high = u.copy(), u.copy()
+                    low[j], high[j] = 0.02, 0.98
+                    try:
+                        a, b = self._epsilon_at(low), self._epsilon_at(high)
+                    except Exception:  # noqa: BLE001 - a privacy oracle that raises here says nothing of the axis
+                        continue
+                    if a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b):
+                        effect[j] += abs(math.log(b) - math.log(a))
+            self._axes = [int(j) for j in np.argsort(-effect) if effect[j] > 1e-9]
+        return self._axes
+
+    def _onto_level(self, unit: np.ndarray, level: float) -> np.ndarray | None:
+        """`unit` moved along one hyperparameter (those that move epsilon most first) to exact epsilon in
+        [level (1 - LEVEL_TOLERANCE), level] by bisection, or as near below as an integer grid allows; None where no
+        single hyperparameter brings it to the level inside the domain."""
+        for j in self._epsilon_axes():
+            ends = []
+            for value in (0.0, 1.0):
+                moved = unit.copy()
+                moved[j] = value
+                ends.append((moved, self._epsilon_at(moved)))
+            (a, ea), (b, eb) = ends
+            if ea > eb:
+                (a, ea), (b, eb) = (b, eb), (a, ea)
+            if not ea <= level:
+                continue
+            if eb <= level:
+                return b   # the whole axis is within the level: its most generous end
+            for _ in range(ONTO_STEPS):   # invariant: eps(a) <= level < eps(b)
+                if ea >= level * (1 - LEVEL_TOLERANCE):
+                    break
+                m = (a + b) / 2
+                em = self._epsilon_at(m)
+                if em <= level:
+                    a, ea = m, em
+                else:
+                    b, eb = m, em
+            return a
+        return None
+
+    def _placed(self, units: np.ndarray, level: float) -> list[Arm]:
+        """Arms from unit points, each placed on epsilon `level`: by the oracle's `calibrate` under its contract
+        (`release.trainers.calibrate_hook`: None, or a point outside the domain, is a level this point cannot reach),
+        else by `_onto_level`; kept where the exact epsilon is within the level."""
         arms = []
-        for point in self.scaler.from_unit(units):
-            self.clock.spend(candidates=1)
-            values = self.as_dict(point)
-            floor = low
-            if self.calibrate is not None and level is not None:
+        for unit in units:
+            self.clock.spend(candidates=1)   # a placement, calibrated or moved (`measure` times both alike)
+            if self.calibrates:
+                values = calibrate_hook(self.problem, self.as_dict(self.scaler.from_unit(unit[None, :])[0]), n=self.n,
+                                        epsilon=level, delta=self.problem.delta)
+                if values is None:
+                    continue
                 try:
-                    values = self.problem.check(self.calibrate(values, n=self.n, epsilon=level, delta=self.problem.delta))
-                    floor = level
+                    values = self.problem.check(values)
                 except UserError:
                     continue   # the level is out of this point's reach inside the domain
-                except Exception as exc:  # noqa: BLE001 - a user's calibrate that cannot: search without it
-                    log.warning("%s: calibrate() raised %s: %s; the question's search filters candidates by their "
-                                "exact epsilon instead", self.problem.name, type(exc).__name__, exc)
-                    self.calibrate = None
+            else:
+                try:
+                    moved = self._onto_level(unit, level)
+                except Exception:  # noqa: BLE001 - a privacy oracle that raises fails the point, as in evaluate()
+                    continue
+                if moved is None:
+                    continue
+                values = self.as_dict(self.scaler.from_unit(moved[None, :])[0])
             try:
                 eps = exact_epsilon(self.problem, values, self.n)
             except Exception:  # noqa: BLE001 - a privacy oracle that raises fails the point, as in evaluate()
                 continue
-            if floor * (1 - 1e-9) <= eps <= high * (1 + 1e-9):
-                arms.append(Arm(np.array([values[n] for n in self.problem.names], dtype=float), eps, len(self.arms)
-                                + len(arms)))
+            if eps <= level * (1 + 1e-9):
+                arms.append(Arm(np.array([values[n] for n in self.problem.names], dtype=float), eps,
+                                len(self.arms) + len(arms)))
         return arms
 
-    def _new(self, low: float, high: float, level: float | None, elite: list[Arm], count: int = NEW_CANDIDATES) -> list[Arm]:
-        """`count` candidates: half random in the box, half perturbations of `elite` (the best so far)."""
+    def _new(self, level: float, elite: list[Arm], count: int = NEW_CANDIDATES) -> list[Arm]:
+        """`count` candidates on `level`: half random in the box, half perturbations of `elite` (the best so far)."""
         d = len(self.problem.domain)
         random = self.rng.random((count // 2 if elite else count, d))
         local = []
@@ -263,26 +400,29 @@ class TimedQuestion:
             scale = LOCAL_SCALES[self.rng.integers(len(LOCAL_SCALES))]
             local.append(self.scaler.to_unit(around.point[None, :])[0] + self.rng.normal(0.0, scale, d))
         units = np.clip(np.vstack([random, *local]) if local else random, 0.0, 1.0)
-        arms = self._placed(units, low, high, level)
+        arms = self._placed(units, level)
         self.arms += arms
         return arms
 
     def _train(self, arm: Arm, count: int, draw: int | None = None) -> bool:
         """`count` more trainings of `arm`, their seeds from the arm's key and `draw` (its trainings so far where
-        None); False: it failed."""
+        None); False: it failed (then closed), or the wall clock stopped the search."""
         count = int(count)
+        if not self.clock.wall_allows(SEARCH_SHARE, count * self.clock.per_training()):
+            return False
         rng = derived_rng(self.seed, self.problem.name, "timed-question", self.kind, self.target, self.run_index,
                           arm.key, arm.n if draw is None else draw)
         self.clock.spend(trainings=count)
         self.trainings += count
+        began = time.perf_counter()
         try:
-            runs = checked_utilities(self.problem, self.as_dict(arm.point), self.problem.oracle.utilities(
-                self.as_dict(arm.point), self.data, count, rng), count)
+            runs = trainings(self.problem, self.as_dict(arm.point), self.data, count, rng)
         except UserError:
             raise
         except Exception:  # noqa: BLE001 - a failed training closes its candidate, as a failed point in a chain
             arm.open = False
             return False
+        self.clock.observe(count, time.perf_counter() - began)
         arm.add(runs, self.target)
         return True
 
@@ -295,18 +435,18 @@ class TimedQuestion:
 
     # -- utility >= U -------------------------------------------------------------------------------
     def _elite_by_reach(self) -> list[Arm]:
-        scored = [a for a in self.arms if len(a.runs) >= BLOCK]
+        scored = [a for a in self.arms if a.n >= self.block]
         scored.sort(key=lambda a: -wilson(a.hits, a.n, DROP_Z)[0])
         return scored[:ELITE] or self._seed_arms()
 
     def _race_level(self, level: float, until: float) -> Arm | None:
         """A race at epsilon `level` until the counted seconds reach `until`: the settling candidate, or None."""
-        low = level / LEVEL_BAND   # without calibrate: the band a level's candidates are kept in
         race: list[Arm] = []
-        while self.clock.units < until:
+        settle = settle_level(self.planned_fresh)
+        while not self._spent(until):
             live = [a for a in race if a.open]
             if len(live) < OPEN_MOST:
-                fresh = self._new(low, level, level, self._elite_by_reach())
+                fresh = self._new(level, self._elite_by_reach())
                 race += fresh
                 trial = fresh
                 if not fresh and not live:
@@ -315,31 +455,39 @@ class TimedQuestion:
                 bounds = [wilson(a.hits, a.n, DROP_Z)[1] for a in live]
                 trial = [live[int(np.argmax(bounds))]]
             for arm in trial:
-                if self.clock.units >= until or not self._train(arm, BLOCK):
+                if self._spent(until) or not self._train(arm, self.block):
                     continue
                 n, hits = arm.n, arm.hits
-                if wilson(hits, n, ACCEPT_Z)[0] >= REACH_LEVEL:
-                    if self._confirmed(arm):
+                if wilson(hits, n, ACCEPT_Z)[0] >= settle:
+                    if self._confirmed(arm, settle):
                         return arm
                     arm.open = False
                 elif wilson(hits, n, DROP_Z)[1] < REACH_LEVEL or n >= ARM_MOST:
                     arm.open = False
         return None
 
-    def _confirmed(self, arm: Arm) -> bool:
-        """A candidate whose running bound reached the level, tested once on new trainings (CONFIRM_FACTOR times its
-        search trainings, at least CONFIRM_LEAST): their one-sided ACCEPT_Z Wilson lower bound must reach the level.
+    def _confirmed(self, arm: Arm, settle: float) -> bool:
+        """A candidate whose running bound cleared `settle`, tested once on new trainings (CONFIRM_FACTOR times its
+        search trainings, at least CONFIRM_LEAST): their one-sided ACCEPT_Z Wilson lower bound must clear it too.
         The running bound is looked at after every block, and of many candidates near the level some cross it by
         chance; one look at new trainings does not."""
         count = max(CONFIRM_LEAST, CONFIRM_FACTOR * arm.n)
         check = Arm(arm.point, arm.epsilon, arm.key)   # its trainings apart from the search's, seeded after them
         if not self._train(check, count, draw=arm.n):
             return False
-        return wilson(check.hits, count, ACCEPT_Z)[0] >= REACH_LEVEL
+        arm.add(np.asarray(check.runs), self.target)   # the confirmation's trainings join its record
+        return wilson(check.hits, count, ACCEPT_Z)[0] >= settle
+
+    def _likeliest(self) -> Arm | None:
+        """No level settled: the candidate of highest Wilson lower bound (z = 1) on P, least epsilon on ties."""
+        scored = [a for a in self.arms if a.n]
+        if not scored:
+            return None
+        return max(scored, key=lambda a: (wilson(a.hits, a.n, DROP_Z)[0], -a.epsilon))
 
     def run_utility(self) -> Outcome:
         reached = self.evals[self.evals["utility_min"] >= self.target] if "utility_min" in self.evals else self.evals[:0]
-        top = float(self.evals["epsilon"].replace(np.inf, np.nan).max())
+        top = float(self.evals["epsilon"].replace(np.inf, np.nan).max()) if len(self.evals) else math.nan
         # the first level: where the chain's points whose every training reached U begin (their lower quartile of
         # epsilon: a few lucky points of three trainings far below the rest do not set it)
         hi_try = float(reached["epsilon"].quantile(FIRST_LEVEL_QUANTILE)) if len(reached) else top
@@ -348,16 +496,20 @@ class TimedQuestion:
             share = self._left() / 2
             best = self._race_level(hi_try, self.clock.units + share)
             levels.append((hi_try, best is not None))
-            if best is not None or hi_try >= top:
+            if best is not None or hi_try >= top or self.clock.stopped:
                 break
             hi_try = min(hi_try * GROW, top)
         if best is None:
-            return Outcome(None, math.nan, self.trainings, len(self.arms),
-                           f"no candidate up to epsilon {hi_try:.3g} reached {self.target:g} with probability "
-                           f"{REACH_LEVEL:g} within the search's {self.budget:.3g} s", levels)
+            likeliest = self._likeliest()
+            note = (f"no candidate up to epsilon {hi_try:.3g} settled P {REACH_LEVEL:g} of reaching {self.target:g} "
+                    f"within the search's {self.budget:.3g} s" + (f" ({self.clock.stopped})" if self.clock.stopped else ""))
+            if likeliest is None:
+                return Outcome(None, math.nan, self.trainings, len(self.arms), note, levels, settled=False)
+            return Outcome(self.as_dict(likeliest.point), likeliest.epsilon, self.trainings, len(self.arms),
+                           note + "; the answer is the candidate likeliest to reach it", levels, settled=False)
         hi, lo = best.epsilon, best.epsilon / LEVEL_SPAN
         tested = False   # whether lo is a level that failed, or only where the bracket started
-        while self._left() > 0:
+        while self._left() > 0 and not self.clock.stopped:
             if hi / lo < LEVEL_STOP:
                 if tested:
                     break
@@ -368,52 +520,73 @@ class TimedQuestion:
             levels.append((level, settled is not None))
             if settled is not None:
                 best, hi = settled, settled.epsilon
-            else:
+            elif not self.clock.stopped:
                 lo, tested = level, True
         note = "" if hi / lo < LEVEL_STOP and tested else (
             f"the search's {self.budget:.3g} s ran out with the least epsilon reaching {self.target:g} at P "
-            f"{REACH_LEVEL:g} between {lo:.3g} and {hi:.3g}")
+            f"{REACH_LEVEL:g} between {lo:.3g} and {hi:.3g}" + (f" ({self.clock.stopped})" if self.clock.stopped else ""))
         return Outcome(self.as_dict(best.point), best.epsilon, self.trainings, len(self.arms), note, levels)
 
     # -- epsilon <= E -------------------------------------------------------------------------------
     def run_epsilon(self) -> Outcome:
         level = self.target
-        low = level / NEAR_BUDGET   # without calibrate: the band the candidates are kept in
         z = stats.norm.ppf(0.975)
-        while self._left() > 0:   # a generation: new candidates, then the open ones of best upper bound go on
+        while not self._spent(self.budget):   # a generation: new candidates, then the open ones of best upper bound
             live = [a for a in self.arms if a.open and a.n]
             elite = sorted(live, key=lambda a: -a.mean_bounds(LOWER_Z)[0])[:ELITE] or self._seed_arms()
-            trial = self._new(low, level, level, elite, GENERATION)
+            trial = self._new(level, elite, GENERATION)
             if live:
                 best_low = max(a.mean_bounds(z)[0] for a in live)
                 for a in live:
-                    if a.n >= 2 * BLOCK and a.mean_bounds(z)[1] < best_low:
+                    if a.n >= 2 * self.block and a.mean_bounds(z)[1] < best_low:
                         a.open = False
                 live = sorted((a for a in live if a.open and a.n < ARM_MOST), key=lambda a: -a.mean_bounds(z)[1])
                 trial += live[:OPEN_MOST]
+            if not trial and not live:
+                self.clock.spend(candidates=GENERATION)   # nothing placed: the next generation still costs its tries
             for arm in trial:
-                if self._left() > 0:
-                    self._train(arm, BLOCK)
-        trained = [a for a in self.arms if a.n >= 2 * BLOCK] or [a for a in self.arms if a.n]
+                if not self._spent(self.budget):
+                    self._train(arm, self.block)
+        trained = [a for a in self.arms if a.n >= 2 * self.block] or [a for a in self.arms if a.n]
         if not trained:
             return Outcome(None, math.nan, self.trainings, len(self.arms),
-                           f"no candidate of epsilon {'' if self.calibrate else f'in [{low:.3g}, '}{level:.3g}"
-                           f"{'' if self.calibrate else ']'} was found within the search's {self.budget:.3g} s")
+                           f"no candidate of epsilon {level:.3g} was found within the search's {self.budget:.3g} s"
+                           + (f" ({self.clock.stopped})" if self.clock.stopped else ""))
         best = max(trained, key=lambda a: a.mean_bounds(LOWER_Z)[0])
-        return Outcome(self.as_dict(best.point), best.epsilon, self.trainings, len(self.arms), "")
+        note = f"the search was {self.clock.stopped}" if self.clock.stopped else ""
+        return Outcome(self.as_dict(best.point), best.epsilon, self.trainings, len(self.arms), note)
 
     def run(self) -> Outcome:
         return self.run_epsilon() if self.kind == "eps" else self.run_utility()
 
     # -- the answer's fresh trainings -----------------------------------------------------------------
     def fresh(self, point: dict) -> np.ndarray:
-        """The answer's fresh trainings: what the rest of the seconds buy (at least FRESH_LEAST where cheap), with
-        seeds apart from the search's."""
-        count = int(min(FRESH_MOST, max(FRESH_LEAST, (self.clock.seconds - self.clock.units) / self.clock.training)))
-        rng = derived_rng(self.seed, self.problem.name, "timed-question", self.kind, self.target, self.run_index,
-                          "fresh")
-        self.clock.spend(trainings=count)
-        return checked_utilities(self.problem, point, self.problem.oracle.utilities(point, self.data, count, rng), count)
+        """The answer's fresh trainings: what the rest of the seconds buy (at most FRESH_MOST), with seeds apart from
+        the search's, in chunks of doubling size (1, 2, 4, ... up to FRESH_CHUNK_SECONDS of its tier), each started
+        only where the wall clock allows it at the rate trainings took here (the last shortened to end within the
+        question's seconds plus one training; a stop is recorded)."""
+        count = int(min(FRESH_MOST, max(0.0, self.clock.usable - self.clock.units) / self.clock.training))
+        most = max(1, int(FRESH_CHUNK_SECONDS / self.clock.training))
+        runs: list[np.ndarray] = []
+        done, size = 0, 1
+        while done < count:
+            size = min(size, most, count - done)
+            room = self.clock.seconds - self.clock.elapsed()
+            fits = int(room / self.clock.per_training()) + 1   # at most one training beyond the seconds
+            if fits < size:
+                self.clock.wall_allows(1.0, size * self.clock.per_training())   # records the stop
+                size = fits
+                if room <= 0:
+                    break
+            rng = derived_rng(self.seed, self.problem.name, "timed-question", self.kind, self.target, self.run_index,
+                              "fresh", done)
+            self.clock.spend(trainings=size)
+            began = time.perf_counter()
+            runs.append(trainings(self.problem, point, self.data, size, rng))
+            self.clock.observe(size, time.perf_counter() - began)
+            done += size
+            size *= 2
+        return np.concatenate(runs) if runs else np.zeros(0)
 
 
 def fresh_statement(runs: np.ndarray, kind: str, target: float) -> dict:
@@ -421,6 +594,11 @@ def fresh_statement(runs: np.ndarray, kind: str, target: float) -> dict:
     (order statistics from ORDER_LEAST, else None) and, for a utility question, P (their share reaching the
     target) with its Wilson 95 % interval."""
     runs = np.asarray(runs, dtype=float)
+    if not len(runs):
+        out = {"fresh_trainings": 0, "fresh_mean": math.nan, "fresh_sd": math.nan, "interval": None}
+        if kind == "utility":
+            out.update(reach_probability=math.nan, reach_low=0.0, reach_high=1.0)
+        return out
     out = {"fresh_trainings": len(runs), "fresh_mean": float(runs.mean()),
            "fresh_sd": float(runs.std(ddof=1)) if len(runs) > 1 else math.nan, "interval": order_interval(runs)}
     if kind == "utility":

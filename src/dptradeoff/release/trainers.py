@@ -74,6 +74,28 @@ def training_event(problem: Problem, point: dict, n: int):
     return event_from_description(event)
 
 
+def calibrate_hook(problem: Problem, point: dict, *, n: int | None, epsilon: float, delta: float) -> dict | None:
+    """The oracle's `calibrate` under its contract (docs/release.md): the point at that privacy, None where no setting
+    of the point reaches it; a partial dict (only the keys it changes) is merged into the point. Anything else it
+    returns, and any error it raises, is named in a UserError. The caller checks the returned point's epsilon."""
+    hook = getattr(oracle_target(problem), "calibrate")
+    try:
+        answer = hook(dict(point), n=n, epsilon=epsilon, delta=delta)
+    except UserError:
+        raise
+    except Exception as exc:
+        raise UserError(f"The calibrate() of {problem.name}'s oracle raised for {point} at epsilon {epsilon:g} "
+                        f"({type(exc).__name__}: {exc}); fix it, or return None where the point cannot reach that "
+                        f"epsilon.") from None
+    if answer is None:
+        return None
+    if not isinstance(answer, dict):
+        raise UserError(f"The calibrate() of {problem.name}'s oracle returned {answer!r} for {point} at epsilon "
+                        f"{epsilon:g}; it must return the point as a dict (or only the keys it changes), or None where "
+                        f"the point cannot reach that epsilon.")
+    return {**point, **answer}
+
+
 def calibrated(problem: Problem, accountant: Accountant, point: dict, *, n: int, epsilon: float,
                delta: float) -> tuple[dict, float] | None:
     """(the point at which one training on `n` rows is (epsilon, delta)-DP by `accountant`, that
@@ -83,16 +105,9 @@ def calibrated(problem: Problem, accountant: Accountant, point: dict, *, n: int,
     if not callable(hook):
         found = calibrate_noise(accountant, lambda z: training_event(problem, {**point, "noise": z}, n), epsilon, delta)
         return None if found is None else ({**point, "noise": found.noise}, found.epsilon)
-    try:
-        answer = hook(dict(point), n=n, epsilon=epsilon, delta=delta)
-    except UserError:
-        raise
-    except Exception as exc:
-        raise UserError(f"The calibrate() of {problem.name}'s oracle raised for {point} at epsilon {epsilon:g} "
-                        f"({type(exc).__name__}: {exc}); fix it.") from None
+    answer = calibrate_hook(problem, point, n=n, epsilon=epsilon, delta=delta)
     if answer is None:
         return None
-    answer = {**point, **dict(answer)}
     achieved = accountant.epsilon(training_event(problem, answer, n), delta)
     if not achieved <= epsilon * (1 + 1e-9):   # NaN fails too
         raise UserError(f"The calibrate() of {problem.name}'s oracle returned {answer} for epsilon {epsilon:g} at delta "
