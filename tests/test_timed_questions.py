@@ -258,3 +258,27 @@ def test_a_batch_rounds_perturbations_never_repeat_a_point_on_a_small_integer_do
     batch = batch_rounds.batch_round(problem, evals, chosen, 7, (), 2, rng(6, "batch"))
     points = [tuple(p) for p in batch[problem.names].to_numpy(int)]
     assert len(points) == 7 and len(set(points)) == 7 and not {(1, 0), (3, 2)} & set(points)
+
+
+def test_pinned_batch_sizes_replace_the_measured_ones(tmp_path):
+    """A round given its batch size (a run's recorded `batch_size`: `seconds.batch_sizes`) proposes that many points
+    and records that it was pinned; the first round, measured, trains one."""
+    from dptradeoff.bo.chain_round import propose_round
+    from dptradeoff.bo.propose import DPareto
+    from dptradeoff.problems.tables import read_frame, write_frame
+
+    definition = {"oracle": str(REPO / "tests/user_problems/coin.py") + ":Coin", "options": {"p": 0.7}, "delta": 0.0,
+                  "repeats": 3, "domain": {"noise": {"low": 0.1, "high": 10.0, "log": True},
+                                           "shape": {"low": 0.0, "high": 1.0}}}
+    problem = resolve("coin", definition)
+    write_frame(evaluate(problem, sample(problem, 6, rng(9, "coin")), None, 3, 9, "initial", 0),
+                str(tmp_path / "initial.parquet"), {"problem": "coin"})
+    settings = Settings(candidates=100, gp_restarts=1, privacy_model="exact", acquisition="hvpoi-region")
+    for pinned, expected in ((None, 1), ([5], 5)):
+        out = str(tmp_path / f"round-{expected}.parquet")
+        propose_round(method=DPareto(settings), problem="coin", definition=definition,
+                      initial=str(tmp_path / "initial.parquet"), evaluations=[], previous=None, output=out,
+                      log=str(tmp_path / "round.log"), batch_size=1, seed=1, run=0, round_index=0,
+                      pinned_batch_sizes=pinned)
+        proposed = read_frame(out)
+        assert len(proposed) == expected and (proposed["batch_size"] == expected).all()

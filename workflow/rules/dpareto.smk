@@ -45,6 +45,7 @@ rule bo_propose:
         batch_size=lambda wildcards: chain_batch_size(wildcards.chain),
         method=lambda wildcards: chain_method(wildcards.chain),
         round_seconds=lambda wildcards: chain_round_seconds(wildcards.problem, wildcards.chain),
+        pinned_batch_sizes=lambda wildcards: problem_settings(wildcards.problem).get("seconds", {}).get("batch_sizes"),
         seed=config["seed"],
     threads: 1
     priority: CHAIN_PRIORITY

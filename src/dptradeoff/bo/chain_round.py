@@ -86,13 +86,15 @@ def read_once(path: str) -> pd.DataFrame:
 def propose_round(*, method, problem: str, definition: dict | None, initial: str, evaluations: list[str],
                   previous: str | None, output: str, log: str, batch_size: int, seed: int, run: int,
                   round_index: int, utility_floor: float | None = None, steering: dict | None = None,
-                  round_seconds: float | None = None) -> None:
+                  round_seconds: float | None = None, pinned_batch_sizes: list[int] | None = None) -> None:
     """Write round `round_index`'s proposal (q = batch_size points) of chain method `method`
     (`bo.propose.DPareto` or a `peers.Peer`) to `output`. A method that `needs_context` (DPareto with
     exact privacy or a region acquisition) gets the training rows and the error floor
     (`utility_floor` where the config states it) of the problem's prepared data, and what steers it
     (`steering`: `chain_context`). DPareto's sequential chain of an untraced problem proposes a batch where a point
-    is cheaper to evaluate than a round to choose (`batch_rounds`; `round_seconds`: the chain's seconds a round)."""
+    is cheaper to evaluate than a round to choose (`batch_rounds`; `round_seconds`: the chain's seconds a round), its
+    size measured, or `pinned_batch_sizes[round_index]` where given (a replay of a run's recorded `batch_size`s: the
+    sizes otherwise depend on the machine and its load)."""
     start = time.perf_counter()
     limit_blas_threads()   # for the whole (Snakemake) process, whose only BLAS work is these rounds
     with thread_log(log):
@@ -106,13 +108,18 @@ def propose_round(*, method, problem: str, definition: dict | None, initial: str
                        if getattr(method, "needs_context", False) else None)
             batching = (isinstance(method, DPareto) and method.settings.batch_rounds and not method.settings.paper
                         and batch_size == 1 and chosen.oracle.trace_axis is None)
-            if batching:   # the first round has nothing measured: one point
-                size = batch_rounds.batch_size(float(read_once(previous)["job_seconds"].iloc[0]),
-                                               batch_rounds.point_seconds(evaluations, read_once),
-                                               round_seconds) if previous is not None else 1
+            if batching:
+                pinned = bool(pinned_batch_sizes) and round_index < len(pinned_batch_sizes)
+                if pinned:
+                    size = int(pinned_batch_sizes[round_index])
+                else:   # the first round has nothing measured: one point
+                    size = batch_rounds.batch_size(float(read_once(previous)["job_seconds"].iloc[0]),
+                                                   batch_rounds.point_seconds(evaluations, read_once),
+                                                   round_seconds) if previous is not None else 1
                 points, record = batch_rounds.propose_batch(method, chosen, evals, size, seed, run, round_index,
                                                             len(initial_points), read_provenance(previous) if previous else None,
                                                             context, len(everything))
+                record["batch_size_pinned"] = pinned
             else:
                 points, record = method.round(chosen, evals, batch_size, seed, run, round_index, len(initial_points),
                                               read_provenance(previous) if previous else None, context=context)
@@ -260,7 +267,8 @@ def propose_in_rule(wildcards, input, output, params, log) -> None:
                       evaluations=list(input.evals), previous=input.previous[0] if input.previous else None,
                       output=output[0], log=log[0], batch_size=params.batch_size, seed=params.seed,
                       run=int(wildcards.run), round_index=int(wildcards.round), utility_floor=params.utility_floor,
-                      steering=params.steering, round_seconds=params.round_seconds)
+                      steering=params.steering, round_seconds=params.round_seconds,
+                      pinned_batch_sizes=params.pinned_batch_sizes)
 
 
 def evaluate_in_rule(wildcards, input, output, params, log) -> None:
