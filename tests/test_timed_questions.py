@@ -282,3 +282,17 @@ def test_pinned_batch_sizes_replace_the_measured_ones(tmp_path):
                       pinned_batch_sizes=pinned)
         proposed = read_frame(out)
         assert len(proposed) == expected and (proposed["batch_size"] == expected).all()
+
+
+def test_a_batch_rounds_centres_leave_the_fronts_flat_tail_but_its_start():
+    """A front that stops moving at epsilon 1: its points beyond the first flat one are no centres."""
+    epsilon = np.array([0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0])
+    error = np.array([0.5, 0.3, 0.1, 0.02, 0.0010, 0.0009, 0.0008])
+    assert batch_rounds.flat_tail(epsilon, error).tolist() == [False] * 5 + [True, True]
+    assert not batch_rounds.flat_tail(epsilon[:4], error[:4]).any()      # a front still moving: every point
+    problem = coin_problem(0.5)
+    evals = pd.DataFrame({"noise": 1 / epsilon, "shape": 0.5, "epsilon": epsilon, "error": error, "utility": 1 - error,
+                          "failure": None})
+    chosen = pd.DataFrame([{"noise": 1.0, "shape": 0.2}])
+    centres = batch_rounds.centres(problem, evals, chosen, (0.0, 100.0), ())
+    assert sorted(np.round(1 / centres[:, 0], 6)) == sorted([0.01, 0.03, 0.1, 0.3, 1.0, 1.0])   # chosen at 1 too

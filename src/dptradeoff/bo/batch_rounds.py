@@ -16,8 +16,10 @@ speed proposes the same batches (a cost near a power's edge may fall in the next
 
 The batch: the round's acquisition point (the chain's rule, query rounds included) and, outside query rounds, up to
 BELIEVED - 1 more by the Kriging believer (`propose.choose_with_known_privacy`), then perturbations (Gaussian in the
-GPs' unit box, at LOCAL_SCALES) around those points, around the observed front's points inside the round's region,
-and around each declared question's best evaluated point: local refinement where the front and the answers are.
+GPs' unit box, at LOCAL_SCALES) around those points, around the observed front's points inside the round's region
+where the front still moves (`flat_tail`: not where more privacy buys less than FLAT_SHARE of the front's error
+range), and around each declared question's best evaluated point: local refinement where the trade-off and the
+answers are.
 The whole batch is trained inside the round's one evaluation job (`chain_round.evaluate_point`), each point with its
 R replications, written to one Parquet file: resumable as any evaluation. The GPs learn from at most `gp_points` rows
 (`propose.gp_rows`: the observed front first)."""
@@ -39,6 +41,7 @@ BATCH_MOST = 256            # points a round, at most (1,024: the same fronts, t
 BELIEVED = 4                # acquisition points a batch round chooses by the Kriging believer, at most
 LOCAL_SCALES = (0.1, 0.03, 0.01)   # perturbations' sd, shares of the unit box
 RECENT = 4                  # a point's cost: the median over this many last evaluation files
+FLAT_SHARE = 0.02           # a front point within this share of the front's error range of its least error is flat
 
 
 def point_seconds(evaluations: list[str], read) -> float | None:
@@ -63,6 +66,21 @@ def batch_size(proposal_seconds: float | None, per_point: float | None, chain_sh
     return int(min(BATCH_MOST, 2 ** math.ceil(math.log2(wanted) - 1e-9)))
 
 
+def flat_tail(epsilon: np.ndarray, error: np.ndarray) -> np.ndarray:
+    """Which front points lie where the front is flat: errors within FLAT_SHARE of the front's error range above its
+    least error, all but the most private of them (where the flat part begins). More privacy spent there buys almost
+    nothing, and perturbations around them would spend the batch where the trade-off is not."""
+    flat = np.zeros(len(epsilon), bool)
+    if len(epsilon) < 3:
+        return flat
+    low, high = float(np.min(error)), float(np.max(error))
+    near = error - low <= FLAT_SHARE * (high - low)
+    if near.sum() > 1:
+        flat[near] = True
+        flat[np.flatnonzero(near)[int(np.argmin(epsilon[near]))]] = False
+    return flat
+
+
 def centres(problem: Problem, evals: pd.DataFrame, chosen: pd.DataFrame, region: tuple[float, float],
             queries: tuple[tuple[str, float], ...]) -> np.ndarray:
     """The points perturbations go around: the round's chosen points, the observed front inside the region, and
@@ -75,6 +93,7 @@ def centres(problem: Problem, evals: pd.DataFrame, chosen: pd.DataFrame, region:
         inside = (eps >= region[0]) & (eps <= region[1]) & np.isfinite(eps)
         front = np.zeros(len(ok), bool)
         front[inside] = pareto_mask(np.stack([eps[inside], err[inside]], axis=1))
+        front[np.flatnonzero(front)[flat_tail(eps[front], err[front])]] = False
         points.append(ok.loc[front, problem.names].to_numpy(float))
         for kind, target in queries:   # by measured means: thousands of rows, and only a centre is asked
             meets = ok[eps <= target] if kind == "eps" else ok[ok["utility"].to_numpy(float) >= target]
