@@ -65,7 +65,7 @@ def test_a_dear_trainings_budget_is_raised_to_the_least_trainings_and_says_so():
     problem = coin_problem(0.9)
     clock = measure(problem, None, [{"noise": 1.0, "shape": 0.5}], 10.0, 0, recorded=0.5, least_trainings=200)
     assert clock.training == pytest.approx(cost_tier(0.5))
-    assert clock.seconds == pytest.approx(200 * cost_tier(0.5) + clock.overhead)
+    assert clock.seconds == pytest.approx(200 * (cost_tier(0.5) + clock.candidate / 8) + clock.overhead)
     assert "the 10 s asked buy fewer" in clock.tier_text()
     pinned = measure(problem, None, [{"noise": 1.0, "shape": 0.5}], 10.0, 0,
                      tiers={"training": 1e-3, "candidate": 1e-4, "overhead": 0.01})

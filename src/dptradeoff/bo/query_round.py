@@ -24,7 +24,7 @@ from .transforms import InputScaler
 
 log = logging.getLogger(__name__)
 
-DEAR_MARGIN = 3        # the chain's recorded cost of a training this many times (seconds / 1,000): not measured again
+DEAR_TRAINING = 0.1     # seconds: a training the chain recorded at this cost or more is not timed again (32 trainings)
 def answer_and_train(problem: Problem, chain: str, kind: str, target: float, settings: Settings, repeats: int,
                      seed: int, run: int, seconds: float | None = None, tiers: dict | None = None,
                      stream: str | None = None) -> pd.DataFrame:
@@ -83,7 +83,7 @@ def question_clock(problem: Problem, data, evals: pd.DataFrame, seconds: float, 
     `tiers` as given (a replay). Its wall clock runs from `started` (the rule's start: loading counts)."""
     ok = succeeded(evals)
     recorded = recorded_training_seconds(evals)
-    if recorded is not None and recorded * 1000 <= DEAR_MARGIN * max(float(seconds), 1e-9):
+    if recorded is not None and recorded < DEAR_TRAINING:
         recorded = None   # cheap: measured now, on this machine, as the search will train
     if len(ok):
         best = ok.sort_values("utility", ascending=False, kind="stable").head(4)

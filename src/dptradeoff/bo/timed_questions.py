@@ -201,7 +201,7 @@ def measure(problem: Problem, data, points: list[dict], seconds: float, seed: in
     """A question's clock: one training's cost (`recorded`, the chain's, where given: a dear oracle is not trained to
     be timed; else measured in blocks of BLOCK on `points`, the chain's), one candidate's (placed on an epsilon
     level as a race places them) and the overhead, in tiers, or `tiers` as given (a replay). The seconds are raised
-    to `least_trainings` trainings where they buy fewer."""
+    to `least_trainings` trainings (with a candidate placed for each BLOCK of them) where they buy fewer."""
     started = time.perf_counter()
     if tiers:
         training, candidate, overhead = (float(tiers[k]) for k in ("training", "candidate", "overhead"))
@@ -209,6 +209,8 @@ def measure(problem: Problem, data, points: list[dict], seconds: float, seed: in
         n = training_rows(data)
         probe = TimedQuestion(problem, pd.DataFrame(), data, "eps", exact_epsilon(problem, points[0], n),
                               QuestionClock(float(seconds), 1.0, 1.0), seed, "measure")
+        if not probe.calibrates:
+            probe._epsilon_axes()   # once a question, not a candidate's cost
         start, placed = time.perf_counter(), 0
         while placed < MEASURE_LEAST or time.perf_counter() - start < MEASURE_SECONDS / 4:
             probe._placed(probe.rng.random((4, len(problem.domain))), probe.target)
@@ -225,7 +227,8 @@ def measure(problem: Problem, data, points: list[dict], seconds: float, seed: in
                 done += BLOCK
             training = cost_tier((time.perf_counter() - start) / done)
         overhead = cost_tier(time.perf_counter() - started)
-    budget = max(float(seconds), least_trainings * training + overhead)
+    # the least trainings' worth: each training, a candidate placed for each block of them, and the overhead
+    budget = max(float(seconds), least_trainings * (training + candidate / BLOCK) + overhead)
     return QuestionClock(budget, training, candidate, overhead, asked=float(seconds), pinned=bool(tiers),
                          started=started)
 
@@ -390,6 +393,12 @@ class TimedQuestion:
                                 len(self.arms) + len(arms)))
         return arms
 
+    def affordable(self, count: int, until: float) -> int:
+        """`count` candidates, or fewer where the counted seconds left before `until` would not also train each a
+        block (a dear training's small budget: a few candidates trained beat many placed), at least 1."""
+        each = self.clock.candidate + self.block * self.clock.training
+        return int(max(1, min(count, self.clock.left(until) / (2 * each))))
+
     def _new(self, level: float, elite: list[Arm], count: int = NEW_CANDIDATES) -> list[Arm]:
         """`count` candidates on `level`: half random in the box, half perturbations of `elite` (the best so far)."""
         d = len(self.problem.domain)
@@ -446,7 +455,7 @@ class TimedQuestion:
         while not self._spent(until):
             live = [a for a in race if a.open]
             if len(live) < OPEN_MOST:
-                fresh = self._new(level, self._elite_by_reach())
+                fresh = self._new(level, self._elite_by_reach(), self.affordable(NEW_CANDIDATES, until))
                 race += fresh
                 trial = fresh
                 if not fresh and not live:
@@ -504,7 +513,7 @@ class TimedQuestion:
             note = (f"no candidate up to epsilon {hi_try:.3g} settled P {REACH_LEVEL:g} of reaching {self.target:g} "
                     f"within the search's {self.budget:.3g} s" + (f" ({self.clock.stopped})" if self.clock.stopped else ""))
             if likeliest is None:
-                return Outcome(None, math.nan, self.trainings, len(self.arms), note, levels, settled=False)
+                return self._chain_answer(note)
             return Outcome(self.as_dict(likeliest.point), likeliest.epsilon, self.trainings, len(self.arms),
                            note + "; the answer is the candidate likeliest to reach it", levels, settled=False)
         hi, lo = best.epsilon, best.epsilon / LEVEL_SPAN
@@ -527,6 +536,23 @@ class TimedQuestion:
             f"{REACH_LEVEL:g} between {lo:.3g} and {hi:.3g}" + (f" ({self.clock.stopped})" if self.clock.stopped else ""))
         return Outcome(self.as_dict(best.point), best.epsilon, self.trainings, len(self.arms), note, levels)
 
+    def _chain_answer(self, note: str) -> Outcome:
+        """The search trained nothing: the chain's evaluated point that best meets the question by what its own
+        trainings support (`support.best_evaluated`; a utility question's, else its row of highest least training),
+        chosen by the chain and stated, as every answer, by fresh trainings; None where the chain has none."""
+        from .support import best_evaluated
+
+        rows = best_evaluated(self.evals, self.kind, self.target) if len(self.evals) else self.evals
+        if not len(rows) and self.kind == "utility" and len(self.evals):
+            rows = self.evals.sort_values(["utility_min" if "utility_min" in self.evals else "utility", "epsilon"],
+                                          ascending=[False, True], kind="stable")
+        if not len(rows):
+            return Outcome(None, math.nan, self.trainings, len(self.arms), note, settled=False)
+        row = rows.iloc[0]
+        return Outcome(self.as_dict(row[self.problem.names].to_numpy(float)), float(row["epsilon"]), self.trainings,
+                       len(self.arms), f"{note}; the answer is the chain's evaluated point that best meets it",
+                       settled=False)
+
     # -- epsilon <= E -------------------------------------------------------------------------------
     def run_epsilon(self) -> Outcome:
         level = self.target
@@ -534,7 +560,7 @@ class TimedQuestion:
         while not self._spent(self.budget):   # a generation: new candidates, then the open ones of best upper bound
             live = [a for a in self.arms if a.open and a.n]
             elite = sorted(live, key=lambda a: -a.mean_bounds(LOWER_Z)[0])[:ELITE] or self._seed_arms()
-            trial = self._new(level, elite, GENERATION)
+            trial = self._new(level, elite, self.affordable(GENERATION, self.budget))
             if live:
                 best_low = max(a.mean_bounds(z)[0] for a in live)
                 for a in live:
@@ -542,16 +568,14 @@ class TimedQuestion:
                         a.open = False
                 live = sorted((a for a in live if a.open and a.n < ARM_MOST), key=lambda a: -a.mean_bounds(z)[1])
                 trial += live[:OPEN_MOST]
-            if not trial and not live:
-                self.clock.spend(candidates=GENERATION)   # nothing placed: the next generation still costs its tries
+
             for arm in trial:
                 if not self._spent(self.budget):
                     self._train(arm, self.block)
         trained = [a for a in self.arms if a.n >= 2 * self.block] or [a for a in self.arms if a.n]
         if not trained:
-            return Outcome(None, math.nan, self.trainings, len(self.arms),
-                           f"no candidate of epsilon {level:.3g} was found within the search's {self.budget:.3g} s"
-                           + (f" ({self.clock.stopped})" if self.clock.stopped else ""))
+            return self._chain_answer(f"no candidate of epsilon {level:.3g} was trained within the search's "
+                                      f"{self.budget:.3g} s" + (f" ({self.clock.stopped})" if self.clock.stopped else ""))
         best = max(trained, key=lambda a: a.mean_bounds(LOWER_Z)[0])
         note = f"the search was {self.clock.stopped}" if self.clock.stopped else ""
         return Outcome(self.as_dict(best.point), best.epsilon, self.trainings, len(self.arms), note)
@@ -573,7 +597,7 @@ class TimedQuestion:
             size = min(size, most, count - done)
             room = self.clock.seconds - self.clock.elapsed()
             fits = int(room / self.clock.per_training()) + 1   # at most one training beyond the seconds
-            if fits < size:
+            if fits < size and not self.clock.pinned:
                 self.clock.wall_allows(1.0, size * self.clock.per_training())   # records the stop
                 size = fits
                 if room <= 0:
