@@ -172,6 +172,9 @@ BUDGET_BUGS = {   # issue BUDGET: what a timed answer states, and the batches a 
          "    if answer is None:\n        return dict(point)\n    if not isinstance")],
     "honest: the wall clock ignored": [(TIMED, "        if self.pinned or self.elapsed() + seconds <= until_share * self.seconds:",
                                         "        if True:")],
+    "honest: the measuring probe stopped by its own clock": [
+        (TIMED, 'QuestionClock(float(seconds), 1e-9, 1e-9, pinned=True), seed, "measure")',
+         'QuestionClock(float(seconds), 1.0, 1.0), seed, "measure")')],
     "honest: a dear training's budget not raised": [(TIMED, "    budget = max(float(seconds), least_trainings * (training + candidate / BLOCK) + overhead)",
                                                      "    budget = float(seconds)")],
     "budget: a batch round's perturbations repeat evaluated points": [(BATCH_ROUNDS, "        if key not in taken:",

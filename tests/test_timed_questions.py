@@ -296,3 +296,11 @@ def test_a_batch_rounds_centres_leave_the_fronts_flat_tail_but_its_start():
     chosen = pd.DataFrame([{"noise": 1.0, "shape": 0.2}])
     centres = batch_rounds.centres(problem, evals, chosen, (0.0, 100.0), ())
     assert sorted(np.round(1 / centres[:, 0], 6)) == sorted([0.01, 0.03, 0.1, 0.3, 1.0, 1.0])   # chosen at 1 too
+
+
+def test_measuring_times_trainings_as_they_cost():
+    """A coin of 5 ms a training measures about 5 ms (tiered up to 5.6 ms), whatever the seconds asked."""
+    problem = coin_of("SlowCoin", 0.9, seconds=0.005)
+    for seconds in (2.0, 10.0):
+        clock = measure(problem, None, [{"noise": 1.0, "shape": 0.5}], seconds, 0)
+        assert 0.005 <= clock.training <= 0.02, (seconds, clock.training)

@@ -170,10 +170,11 @@ class QuestionClock:
         return max(self.training, self.rate)
 
     def observe(self, trainings: int, seconds: float) -> None:
-        """`trainings` took `seconds` of wall clock: the running rate (the latest block weighs a half)."""
+        """`trainings` took `seconds` of wall clock: the running rate (the latest block weighs a half, all of it where
+        it is slower: a machine that slows is believed at once)."""
         if trainings > 0:
             now = seconds / trainings
-            self.rate = now if self.rate == 0.0 else 0.5 * (self.rate + now)
+            self.rate = now if self.rate == 0.0 else max(now, 0.5 * (self.rate + now))
 
     def wall_allows(self, until_share: float, seconds: float = 0.0) -> bool:
         """Whether the wall clock allows `seconds` more before `until_share` of the question's seconds; records the
@@ -207,8 +208,9 @@ def measure(problem: Problem, data, points: list[dict], seconds: float, seed: in
         training, candidate, overhead = (float(tiers[k]) for k in ("training", "candidate", "overhead"))
     else:
         n = training_rows(data)
+        # the probe's own clock never stops it (pinned): it trains what measuring needs
         probe = TimedQuestion(problem, pd.DataFrame(), data, "eps", exact_epsilon(problem, points[0], n),
-                              QuestionClock(float(seconds), 1.0, 1.0), seed, "measure")
+                              QuestionClock(float(seconds), 1e-9, 1e-9, pinned=True), seed, "measure")
         if not probe.calibrates:
             probe._epsilon_axes()   # once a question, not a candidate's cost
         start, placed = time.perf_counter(), 0
