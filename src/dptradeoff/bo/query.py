@@ -1,4 +1,10 @@
-"""Asking a finished study's front for hyperparameters (paper 001 §5's open problem).
+"""The GP's view of a finished study's front (paper 001 §5's open problem), and an answer's record.
+
+No question a user asks is answered here: every declared question and `dptradeoff front --epsilon/--utility` is
+answered by the one rule (`bo.timed_questions`, `bo.query_round`: searched for its seconds, stated by fresh
+trainings after the choice). `Answer` is the rule's record; `front` the evaluated points' Pareto front. `FrontQuery`
+stays as the benchmarks' anchor, the answers of the GP fitted to the chain (`benchmarks/laplace_mean_front.py`'s
+"before", `benchmarks/query_coverage.py`'s `coverage_gp`), and is described as it works:
 
 `for_epsilon(target)`: the hyperparameters that maximise the GP-predicted utility subject to the
 *exact* privacy oracle's epsilon <= target; `for_utility(target)`: the smallest exact epsilon among
