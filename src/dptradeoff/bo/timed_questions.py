@@ -479,10 +479,13 @@ class TimedQuestion:
 
     def _confirmed(self, arm: Arm, settle: float) -> bool:
         """A candidate whose running bound cleared `settle`, tested once on new trainings (CONFIRM_FACTOR times its
-        search trainings, at least CONFIRM_LEAST): their one-sided ACCEPT_Z Wilson lower bound must clear it too.
+        search trainings, at least CONFIRM_LEAST, within the search's counted seconds): their one-sided ACCEPT_Z Wilson
+        lower bound must clear it too.
         The running bound is looked at after every block, and of many candidates near the level some cross it by
         chance; one look at new trainings does not."""
         count = max(CONFIRM_LEAST, CONFIRM_FACTOR * arm.n)
+        if self.clock.units + count * self.clock.training > self.budget:
+            return False   # the search cannot afford the look: the fresh trainings' share is not borrowed
         check = Arm(arm.point, arm.epsilon, arm.key)   # its trainings apart from the search's, seeded after them
         if not self._train(check, count, draw=arm.n):
             return False
