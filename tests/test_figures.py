@@ -286,15 +286,16 @@ def test_a_front_spanning_more_than_a_decade_of_error_is_drawn_on_a_log_error_ax
     assert ax.get_ylabel().endswith("(log scale)") == log
 
 
-def test_the_front_legend_lies_beside_the_axes_never_over_a_point(monkeypatch, tmp_path):
-    """The legend of a crowded front (points in every corner) is drawn outside the axes: its box and the axes'
-    do not overlap in the saved layout, and it stays inside the figure."""
+def test_the_front_legend_lies_below_the_axes_never_over_a_point_nor_wider_than_the_plot(monkeypatch, tmp_path):
+    """The legend of a crowded front (points in every corner) is drawn outside the axes, below them: its box and the
+    axes' do not overlap in the saved layout, it is no wider than the plot, and it stays inside the figure."""
     fig, _ = _front(monkeypatch, "accuracy", (0.1, 0.9), str(tmp_path / "front.pdf"))
     fig.canvas.draw()
     ax = fig.axes[0]
     legend, frame = ax.get_legend().get_window_extent(), ax.get_window_extent()
-    assert legend.x0 >= frame.x1 or legend.x1 <= frame.x0 or legend.y0 >= frame.y1 or legend.y1 <= frame.y0
-    assert legend.x1 <= fig.bbox.x1 + 1       # and inside the figure
+    assert legend.y1 <= frame.y0                # below the axes
+    assert legend.width <= frame.width + 1      # never wider than the plot (the Laplace example's was)
+    assert legend.x1 <= fig.bbox.x1 + 1 and legend.x0 >= fig.bbox.x0 - 1      # and inside the figure
 
 
 def test_a_front_figure_shades_the_problems_region_of_interest(monkeypatch):

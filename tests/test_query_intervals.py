@@ -141,8 +141,8 @@ def test_the_front_figure_draws_the_interval_for_one_training(monkeypatch):
     fig = front.front_figure(NOISY.name, "accuracy", {"dpareto": evals}, [pd.DataFrame([{**answer.row(), **realised}])],
                              "unused.pdf", "test config")
     ax = fig.axes[0]
-    labels = ax.get_legend_handles_labels()[1]
-    assert any(INTERVAL_LABEL in label and "90%" in label for label in labels)
+    labels = [" ".join(label.split()) for label in ax.get_legend_handles_labels()[1]]   # wrapped to the legend's width
+    assert any(INTERVAL_LABEL in label and "90%" in label and "GP prediction" in label for label in labels)
     bars = [c for c in ax.collections if c.__class__.__name__ == "LineCollection"]
     spans = [np.sort(np.asarray(seg)[:, 1]) for c in bars for seg in c.get_segments()]
     expected = np.sort([1 - answer.interval_high, 1 - answer.interval_low])

@@ -73,6 +73,11 @@ def query(problem: str, kind: str, target: str) -> str:
     return f"{study(problem)}/query/{kind}{target}.parquet"
 
 
+def fresh_front(problem: str) -> str:
+    """The front of a problem's study restated by fresh trainings (`bo.fresh_front`): its retrained points."""
+    return f"{study(problem)}/front/fresh.parquet"
+
+
 def illustration(example: str, name: str) -> str:
     """A table of an illustrative example (Figs 1-4): the `grid` and `random` designs' points
     (`<design>_points`) and evaluations (`<design>`), the GP `surfaces` and the `next` point."""

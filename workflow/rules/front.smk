@@ -18,6 +18,8 @@ rule query:
         conversion=ACCOUNTING,
         settings=lambda wildcards: bo_settings(),
         seconds=lambda wildcards: problem_settings(wildcards.problem).get("seconds", {}).get("question"),
+        tiers=lambda wildcards: problem_settings(wildcards.problem).get("seconds", {}).get("tiers")
+        or config["dpareto"].get("question_tiers"),
         repeats=lambda wildcards: problem_repeats(wildcards.problem),
         seed=config["seed"],
     threads: 1
@@ -33,9 +35,51 @@ rule query:
         "../scripts/query.py"
 
 
+def fresh_front_points(wildcards, input):
+    """For a scheduler's runtime: the front_fresh job trains about FRESH_RUNTIME_POINTS points, each at most
+    the costliest point's cost with R >= its fresh trainings' FRESH_LEAST (a guess; the job's log has the count)."""
+    from dptradeoff.bo.fresh_front import FRESH_LEAST
+
+    points = costliest_point(wildcards, input)
+    scale = max(1, -(-FRESH_LEAST // max(1, problem_repeats(wildcards.problem))))
+    return pd.concat([points] * (FRESH_RUNTIME_POINTS * scale), ignore_index=True)
+
+
+FRESH_RUNTIME_POINTS = 64
+
+
+# The front a user reads, restated by fresh trainings (dptradeoff.bo.fresh_front): the front of every method's
+# evaluations, its points retrained with seeds no method used and the front recomputed, until every point on it
+# rests on trainings made after it was chosen. One job a problem; a killed job resumes from its rounds so far.
+rule front_fresh:
+    input:
+        unpack(lambda wildcards: front_evaluations(wildcards.problem)),
+        data=lambda wildcards: problem_data(wildcards.problem),
+    output:
+        paths.fresh_front("{problem}"),
+    params:
+        problem=lambda wildcards: problem_definition(wildcards.problem),
+        conversion=ACCOUNTING,
+        evaluations=lambda wildcards: front_evaluations(wildcards.problem),
+        repeats=lambda wildcards: problem_repeats(wildcards.problem),
+        seed=config["seed"],
+    threads: 1
+    resources:
+        runtime=evaluation_runtime(fresh_front_points),
+        mem_mb=evaluation_mem_mb,
+        gpu=evaluation_gpu,
+    log:
+        "logs/dpareto/{problem}/front_fresh.log",
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/front_fresh.py"
+
+
 rule front_report:
     input:
         unpack(front_inputs),
+        fresh=lambda wildcards: paths.fresh_front(wildcards.problem),
     output:
         figure=report(paths.figure("front-{problem}"), caption="../report/front.rst", category="Fronts",
                       subcategory="{problem}"),

@@ -2,7 +2,9 @@ import logging
 
 import pandas as pd
 
+from dptradeoff.bo.fresh_front import describe
 from dptradeoff.bo.support import SUPPORT_LABEL
+from dptradeoff.io import read_provenance
 
 from dptradeoff.audit.study import recorded_violation
 from dptradeoff.plots.front import (chain_privacy, front_figure, front_table, shaded_region, trivial_predictor,
@@ -18,13 +20,14 @@ with rule_context(snakemake):
     problem = resolve(w.problem, p.problem)
     evaluations = {method: read_frame(path) for method, path in p.evaluations.items()}
     queries = [read_frame(path) for path in i.queries]
+    fresh = read_frame(i.fresh)                                     # the front restated by fresh trainings
     trivial = trivial_predictor(problem, load_data(problem), p.utility_floor)
     error_floor = 1.0 - trivial[0] if trivial is not None else 1.0
     pooled = pd.concat(evaluations.values(), ignore_index=True)   # every method's rows: the metrics' region
     proposals = [read_frame(path) for path in i.proposals]           # DPareto's chain: the region it searched
     region = shaded_region(proposals, p.metrics.region(error_floor, w.problem, pooled), p.metrics.region_how(w.problem))
     front_figure(w.problem, problem.utility, evaluations, queries, snakemake.output.figure, p.config_label, trivial,
-                 region)
+                 region, fresh, problem)
     warnings = [recorded_violation(w.problem, path) for path in i.audit] + [trivial_warning(evaluations, trivial)]
     warning = " ".join(text for text in warnings if text)
     if warning:
@@ -32,10 +35,14 @@ with rule_context(snakemake):
     floor = (f" The {trivial[1]}'s utility is {trivial[0]:.4g} (error {1 - trivial[0]:.4g}): a front point is worth "
              f"having only below that error." if trivial else " The trivial predictor's utility is not known.")
     replay = "" if seedable(problem) else f" {REPLAY_NOTE[0].upper()}{REPLAY_NOTE[1:]}."
-    write(front_table(problem, evaluations, queries), snakemake.output.csv, snakemake.output.md,
+    write(front_table(problem, evaluations, queries, fresh), snakemake.output.csv, snakemake.output.md,
           f"{w.problem}: the front of every evaluated point ({', '.join(evaluations)}; method: the one that found the "
-          f"point; epsilon exact, utility the mean of the measured replications, n_trainings how many, utility_se the "
-          f"standard error of their mean; {SUPPORT_LABEL}), then the query answers (predicted_utility: a GP prediction; "
+          f"point), restated by {describe(read_provenance(i.fresh))}: epsilon exact; utility the mean of the point's "
+          f"fresh trainings, made after the front was chosen, n_trainings how many, utility_se the standard error of "
+          f"their mean ({SUPPORT_LABEL}); search_utility and search_n_trainings: the mean and count of the trainings that "
+          f"found the point, by which the search chose it (lucky where they are above utility). Then the query answers "
+          f"(predicted_utility: the utility the answer states, stated_by what it rests on: its fresh trainings' mean, its "
+          f"own trainings or a GP prediction; "
           f"reach_probability, the chance one training reaches a utility target, and the interval from "
           f"probability_source: not guarantees; trainings: the measured trainings the answer rests on; "
           f"search_trainings those of the question's own search, added_trainings those settling it took, search_note "

@@ -1,7 +1,7 @@
-"""`dptradeoff front`: print a finished study's front, or ask it for hyperparameters (bo.query). The front
-and the best evaluated points are those of every evaluation of the problem's study (`study.evaluation_files`:
-its random runs, the chains of every method it ran, grids), each with the method that found it; the GPs of a
-query are fitted to the DPareto chain, as the `query` rule's."""
+"""`dptradeoff front`: print a finished study's front, or answer a question of it by the one rule (bo.query_round:
+searched for its seconds, stated by fresh trainings). The front and the best evaluated points are those of every
+evaluation of the problem's study (`study.evaluation_files`: its random runs, the chains of every method it ran,
+grids), each with the method that found it."""
 from __future__ import annotations
 
 import math
@@ -18,7 +18,7 @@ from ..bo.query import trainings_text
 from ..bo.support import SUPPORT_LABEL
 
 GUARANTEE = ("epsilon: computed by the problem's privacy oracle at its delta (a guarantee, as far as the oracle is "
-             "correct); utility: a GP prediction, not a guarantee and not a measurement")
+             "correct); utility: measured by fresh trainings after the answer was chosen, not a guarantee")
 
 
 def load_chain(config: dict, name: str, run: int):
@@ -61,9 +61,7 @@ def _print_point(title: str, values: dict) -> None:
 
 
 def front(args) -> None:
-    from ..bo.propose import Settings
-    from ..bo.query import FrontQuery, front as pareto_front, query_rng
-    from ..bo.query_round import ANSWER_TRAININGS
+    from ..bo.query import front as pareto_front
 
     config = load(args.configfile)
     problem, evals, data = load_chain(config, args.problem, args.run)
@@ -83,61 +81,45 @@ def front(args) -> None:
     if not seedable(problem):
         print(f"{problem.name}: {REPLAY_NOTE}.")
     if args.epsilon is None and args.utility is None:
-        table = pareto_front(problem, everything)
-        print(f"Pareto front of {problem.name} (every evaluated point of run {args.run}, {len(everything)} evaluations: "
-              f"{found}; method: the one that found the point; epsilon at delta={problem.delta:g}, {problem.utility} = "
-              f"mean of the measured replications):")
+        from ..bo.fresh_front import describe, front_rows
+        from ..io import read_provenance
+
+        restated = paths.fresh_front(args.problem)
+        if args.run == 0 and os.path.exists(restated):   # the front_fresh rule's: the front table's own
+            table = front_rows(problem, everything, read_frame(restated)).drop(columns=["error"])
+            print(f"Pareto front of {problem.name} (every evaluated point of run {args.run}, {len(everything)} "
+                  f"evaluations: {found}; method: the one that found the point; epsilon at delta={problem.delta:g}), "
+                  f"restated by {describe(read_provenance(restated))} ({restated}): {problem.utility} = the mean of "
+                  f"the point's fresh trainings; search_utility = the mean of the trainings that found it:")
+        else:
+            table = pareto_front(problem, everything)
+            print(f"Pareto front of {problem.name} (every evaluated point of run {args.run}, {len(everything)} "
+                  f"evaluations: {found}; method: the one that found the point; epsilon at delta={problem.delta:g}), "
+                  f"at its search means: {problem.utility} = the mean of the trainings that found the point, by which "
+                  f"it was chosen, so a lucky point is listed above what it delivers ({restated} not built: "
+                  f"`snakemake --cores 2 {restated}` restates it by fresh trainings):")
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         return
     kind, target = ("eps", args.epsilon) if args.epsilon is not None else ("utility", args.utility)
     answered = paths.query(args.problem, kind, f"{float(target):g}")
-    if getattr(args, "seconds", None):   # answered now, by the clock (bo.timed_questions), as the query rule answers
-        from ..bo.query_round import answer_and_train
-
-        settings = Settings.from_config(config["dpareto"], config["statistics"])
-        chain = paths.RunFiles(args.problem, paths.DPARETO, args.run).evaluations
-        seed = config["seed"] if args.seed is None else args.seed
-        repeats = config.get("problems", {}).get(args.problem, {}).get("repeats", problem.default_repeats)
-        row = answer_and_train(problem, chain, kind, float(target), settings, int(repeats), seed, args.run,
-                               seconds=args.seconds).iloc[0]
-        print_rule_answer(problem, row, f"answered now in {args.seconds:g} s, not saved")
-        _print_best(everything, kind, float(target), problem.names, found)
-        return
-    if args.run == 0 and args.seed is None and not args.search and os.path.exists(answered):
+    if args.run == 0 and args.seed is None and args.seconds is None and os.path.exists(answered):
         print_rule_answer(problem, read_frame(answered).iloc[0], answered)
         _print_best(everything, kind, float(target), problem.names, found)
         return
-    seed = config["seed"] if args.seed is None else args.seed
-    # the `query` rule's seed rule: the same question on the same chain gets the rule's answer
+    # answered now by the one rule (bo.timed_questions), with trainings of a stream the query rule never uses
+    from ..bo.propose import Settings
+    from ..bo.query_round import answer_and_train
+
     settings = Settings.from_config(config["dpareto"], config["statistics"])
-    query = FrontQuery(problem, evals, data, settings, query_rng(seed, problem.name, kind, float(target), args.run))
-    answer = query.for_epsilon(target, args.search) if kind == "eps" else query.for_utility(target, args.search)
-    print(f"{problem.name}, {answer.question} (delta={problem.delta:g}); {GUARANTEE}.")
-    if answer.point is None:
-        print(f"No hyperparameters in the domain meet {answer.question} by the GP's prediction and the exact oracle, "
-              f"and no training of the chain reached it ({answer.exact_epsilons} exact epsilons computed).")
-    else:
-        _print_point("suggested", answer.point)
-        print(f"  epsilon {answer.epsilon:.4g} (exact); predicted {problem.utility} {answer.predicted_utility:.4f} "
-              f"+- {answer.predicted_sd:.4f} (GP, not a measurement; sd of a mean of R trainings); one training: "
-              f"[{answer.interval_low:.4f}, {answer.interval_high:.4f}], the {answer.interval_level:.0%} predictive "
-              f"interval from {answer.probability_source}")
-        if kind == "utility":
-            below = answer.reach_probability < answer.reach_level
-            print(f"  one new training reaches {target:g} with probability {answer.reach_probability:.2f} (from "
-                  f"{answer.probability_source})" + (f": BELOW the {answer.reach_level:.0%} an answer asks; no trained point reaches it "
-                                   f"at that level, and this one is the likeliest to" if below else ""))
-        if answer.trained:
-            print(f"  a trained point; its {len(answer.trainings)} trainings in the chain (measured): "
-                  + ", ".join(f"{u:.4f}" for u in answer.trainings))
-            if len(answer.trainings) < ANSWER_TRAININGS:
-                print(f"  Few trainings to rest on: the query rule (the problem's `queries:`) trains an answer to "
-                      f"{ANSWER_TRAININGS} trainings of its own and asks again.")
-        else:
-            print("  not trained (a GP prediction between trained points)")
-            _print_point("nearest evaluated point", answer.nearest)
-        if answer.edge:
-            print(f"  At the edge of the domain, where it binds: {answer.edge}. A wider domain may give a better answer.")
+    entry = config.get("problems", {}).get(args.problem, {}) or {}
+    seconds = args.seconds if args.seconds is not None else (entry.get("seconds") or {}).get("question")
+    tiers = (entry.get("seconds") or {}).get("tiers") or config["dpareto"].get("question_tiers")
+    chain = paths.RunFiles(args.problem, paths.DPARETO, args.run).evaluations
+    seed = config["seed"] if args.seed is None else args.seed
+    row = answer_and_train(problem, chain, kind, float(target), settings, 0, seed, args.run, seconds=seconds,
+                           tiers=tiers, stream=f"{args.run}-command").iloc[0]
+    print_rule_answer(problem, row, f"in {row['question_seconds']:.3g} s of its {row['seconds']:.4g}, with trainings "
+                                    f"the query rule never made; not saved", now=True)
     _print_best(everything, kind, float(target), problem.names, found)
 
 
@@ -151,29 +133,38 @@ def _print_best(everything, kind: str, target: float, names, found: str) -> None
         print(f"No evaluated point's trainings support {question}.")
 
 
-def print_rule_answer(problem, row, path: str) -> None:
-    """The `query` rule's answer as its file holds it: the question searched, settled and retrained (bo.query_round)."""
+def print_rule_answer(problem, row, where: str, now: bool = False) -> None:
+    """An answer of the one rule (bo.query_round) as its row holds it: searched, stated by fresh trainings after the
+    choice, and (the query rule's, from its file `where`) retrained R times; `now`: answered by this command."""
     fresh = int(row.get("fresh_trainings", 0) or 0)
-    said = GUARANTEE if not fresh else GUARANTEE.replace(
-        "a GP prediction, not a guarantee and not a measurement",
-        f"measured by {fresh} fresh trainings after it was chosen, not a guarantee")
-    print(f"{problem.name}, {row['question']} (delta={problem.delta:g}): the query rule's answer ({path}); {said}.")
+    whose = f"answered now ({where})" if now else f"the query rule's answer ({where})"
+    print(f"{problem.name}, {row['question']} (delta={problem.delta:g}): {whose}; {GUARANTEE}.")
     if not math.isfinite(float(row["epsilon"])):
-        print(f"  No answer: {row.get('failure')}.")
+        print(f"  No answer: {row.get('failure')}" + (f"; {row['search_note']}" if row.get("search_note") else "") + ".")
         return
     _print_point("suggested", {n: row[n] for n in problem.names})
-    print(f"  epsilon {row['epsilon']:.4g} (exact); one training: [{row['interval_low']:.4f}, {row['interval_high']:.4f}], "
-          f"the {row['interval_level']:.0%} predictive interval from {row.get('probability_source', 'the GP')}")
+    source = row.get("probability_source", "")
+    if math.isfinite(float(row.get("interval_low", math.nan))):
+        print(f"  epsilon {row['epsilon']:.4g} (exact); mean {problem.utility} {row['predicted_utility']:.4f} over "
+              f"{fresh} fresh trainings; one training: [{row['interval_low']:.4f}, {row['interval_high']:.4f}], the "
+              f"{row['interval_level']:.0%} interval from {source}")
+    else:
+        print(f"  epsilon {row['epsilon']:.4g} (exact); mean {problem.utility} {row['predicted_utility']:.4f} over "
+              f"{fresh} fresh trainings; NO interval: {source}")
     if row["question"].startswith("utility"):
-        print(f"  one new training reaches {row['target']:g} with probability {row['reach_probability']:.3f} (from "
-              f"{row.get('probability_source', 'the GP')})")
+        p = float(row["reach_probability"])
+        below = not p >= float(row.get("reach_level", 0.9) or 0.9)
+        print(f"  one new training reaches {row['target']:g} with probability {p:.3f} (their share; Wilson 95 %: "
+              f"[{row.get('reach_low', math.nan):.3f}, {row.get('reach_high', math.nan):.3f}])"
+              + (f": P BELOW {float(row.get('reach_level', 0.9)):.2g}, the level asked" if below else ""))
     trainings = list(row["trainings"]) if row.get("trainings") is not None else []
-    print(f"  rests on {len(trainings)} " + ("fresh trainings made after it was chosen" if fresh else
-                                             "trainings of its own") + " (measured): " + trainings_text(trainings))
-    print(f"  retrained {int(row['repeats'])} times: mean {problem.utility} {row['utility']:.4f} "
-          f"(min {row['utility_min']:.4f}, max {row['utility_max']:.4f})")
-    print(f"  spent: {int(row.get('search_trainings', 0) or 0)} trainings searching, "
-          f"{int(row.get('added_trainings', 0) or 0)} settling, {fresh} fresh; budget: {row.get('budget', 'count')}"
-          + (f"; {row['search_note']}" if row.get("search_note") else ""))
+    print(f"  rests on {len(trainings)} fresh trainings made after it was chosen (measured): " + trainings_text(trainings))
+    if int(row.get("repeats", 0) or 0):
+        print(f"  retrained {int(row['repeats'])} times: mean {problem.utility} {row['utility']:.4f} "
+              f"(min {row['utility_min']:.4f}, max {row['utility_max']:.4f})")
+    print(f"  spent: {int(row.get('search_trainings', 0) or 0)} trainings searching, {fresh} fresh; budget: "
+          f"{row.get('budget', '')}" + (f"; {row['search_note']}" if row.get("search_note") else ""))
+    if row.get("stopped"):
+        print(f"  {row['stopped']}.")
     if row.get("edge"):
-        print(f"  At the edge of the domain, where it binds: {row['edge']}. A wider domain may give a better answer.")
+        print(f"  At the edge of the domain: {row['edge']}. A wider domain may give a better answer.")

@@ -1,6 +1,10 @@
-"""One problem's front: every evaluated point by method, the front of them all, and the answers
-of front queries (the GP's prediction beside the realised training)."""
+"""One problem's front: every evaluated point by method, the front of them all restated by fresh trainings
+(`bo.fresh_front`: the utilities a user reads come from trainings made after the front was chosen), and the
+answers of front queries, each labelled by what it rests on (fresh trainings, a point's own trainings or the GP),
+beside its retraining."""
 from __future__ import annotations
+
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -110,10 +114,18 @@ def chain_privacy(proposals: list[pd.DataFrame]) -> str:
     return text
 
 
+LEGEND_WIDTH = 58   # characters a legend label wraps at (two columns below the axes: never wider than the plot)
+
+
+def _wrapped(label: str) -> str:
+    return textwrap.fill(label, LEGEND_WIDTH)
+
+
 def _predicted_bar(row) -> tuple[float, float, str]:
-    """A query answer's errorbar in error (below, above its predicted error) and what it is: the predictive
-    interval for one training where the row has it (bo.query.FrontQuery.interval), else (rows written
-    before it) +- predicted_sd."""
+    """A query answer's errorbar in error (below, above its stated error) and what it is: the interval for one
+    training where the row has it (bo.query.FrontQuery.interval, or the fresh trainings' order statistics), else
+    (rows written before it) +- predicted_sd. A degenerate interval (zero width: every training alike) is no bar,
+    (0, 0)."""
     from ..bo.query import GP_SOURCE, INTERVAL_LABEL
 
     low, high = row.get("interval_low"), row.get("interval_high")
@@ -123,16 +135,52 @@ def _predicted_bar(row) -> tuple[float, float, str]:
     source = row.get("probability_source")
     what = (f"{level:.0%} predictive interval for one training from {source}" if source and source != GP_SOURCE
             else f"{level:.0%} {INTERVAL_LABEL}")
+    if not high > low:
+        return 0.0, 0.0, f"every training alike: no interval drawn (the {level:.0%} interval is [{low:.4g}, {high:.4g}])"
     return max(high - row["predicted_utility"], 0.0), max(row["predicted_utility"] - low, 0.0), what
 
 
+def answer_basis(row) -> str:
+    """What a query answer's stated utility rests on, for the figure's legend: its fresh trainings (made after it was
+    chosen), its own trainings, or the GP's prediction."""
+    from ..bo.query import GP_SOURCE
+
+    epsilon = row.get("epsilon")
+    if epsilon is None or not np.isfinite(float(epsilon)):
+        return "no answer"
+    fresh = row.get("fresh_trainings")
+    fresh = int(fresh) if fresh is not None and np.isfinite(float(fresh)) else 0
+    if fresh:
+        return f"mean of {fresh} fresh trainings made after it was chosen"
+    source = row.get("probability_source")
+    if source and source != GP_SOURCE and "GP" not in str(source).split("interval:")[0]:
+        return f"its own trainings ({len(_listed(row.get('trainings')))})"
+    return "GP prediction"
+
+
+def _front_points(problem, evaluations: dict[str, pd.DataFrame], fresh) -> tuple[pd.DataFrame, str]:
+    """(the front's rows as the table lists them, what their utilities are): restated by fresh trainings
+    (`bo.fresh_front.front_rows`) where `fresh` (that rule's rows) is given, else at the means of the trainings that
+    found them (`bo.query.front`)."""
+    from ..bo.fresh_front import front_rows
+    from ..bo.query import front
+
+    if fresh is not None:
+        return front_rows(problem, every_point(evaluations), fresh), "fresh"
+    return front(problem, every_point(evaluations)).assign(search_utility=lambda f: f["utility"]), "search"
+
+
 def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame], queries: list[pd.DataFrame],
-                 out: str, config: str, trivial: tuple[float, str] | None = None, region: tuple | None = None):
+                 out: str, config: str, trivial: tuple[float, str] | None = None, region: tuple | None = None,
+                 fresh: pd.DataFrame | None = None, definition=None):
     """The figure (returned, its file written to `out`): every evaluated point by the method that found
-    it (`evaluations`: method -> its file's rows, `study.every_point`), their front, the query answers,
-    where `trivial` (`trivial_predictor`) is known the trivial predictor's error as a line, and where `region`
-    ((`front_metrics.Region`, what it is, a note): `shaded_region`) is given the region of interest as a band."""
-    fig, ax = plt.subplots(figsize=(9.5, 4.8))
+    it (`evaluations`: method -> its file's rows, `study.every_point`), at the means of the trainings that found
+    it; the front, restated by fresh trainings where `fresh` (the `front_fresh` rule's rows, `bo.fresh_front`) and
+    `definition` (the Problem) are given, else the front of the points as found; the query answers, each labelled
+    by what it rests on; where `trivial` (`trivial_predictor`) is known the trivial predictor's error as a line, and
+    where `region` ((`front_metrics.Region`, what it is, a note): `shaded_region`) is given the region of interest as
+    a band. The legend lies below the axes, never wider than the plot."""
+    fig, ax = plt.subplots(figsize=(7.5, 7.0))
     if region is not None:
         ax.axvspan(region[0].epsilon_low, region[0].epsilon_high, color="0.93", zorder=0,
                    label=f"region of interest: ε in [{region[0].epsilon_low:.2g}, {region[0].epsilon_high:.2g}]")
@@ -145,20 +193,40 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
         ok = succeeded(frame)
         failed = len(frame) - len(ok)
         ax.scatter(ok["epsilon"], ok["error"], s=9, color=color, alpha=0.7,
-                   label=f"{label} ({len(ok)} points{f', {failed} failed' if failed else ''})")
+                   label=f"{label} ({len(ok)} points{f', {failed} failed' if failed else ''}; search means)")
     everything = pd.concat([succeeded(f) for f in evaluations.values()], ignore_index=True)
-    drawn = front_line(ax, objectives(everything), color="k", lw=1.5, label="front of every evaluated point")
-    _front_uncertainty(ax, everything)
+    if fresh is not None and definition is not None:
+        on_front, _ = _front_points(definition, evaluations, fresh)
+        count = int(on_front["n_trainings"].max()) if len(on_front) else 0
+        # the listed points as listed, in epsilon order: their listing trainings chose nothing, so a point may list
+        # below a more private one (no lower envelope is taken again: that would choose by them)
+        ordered = on_front.sort_values("epsilon", kind="stable")
+        drawn = ordered[["epsilon", "error"]].to_numpy(float)
+        ax.step(drawn[:, 0], drawn[:, 1], where="post", color="k", lw=1.5,
+                label=f"front restated by fresh trainings ({count} a point, made after it was chosen)")
+    else:
+        on_front = None
+        drawn = front_line(ax, objectives(everything), color="k", lw=1.5,
+                           label="front of every evaluated point (search means)")
+    _front_uncertainty(ax, everything, on_front)
     for i, answer in enumerate(queries):
         row = answer.iloc[0]
+        if not np.isfinite(float(row.get("epsilon", np.nan))):
+            continue
         color = f"C{(i % 8) + 1}"
-        predicted_error = 1.0 - row["predicted_utility"]
+        stated_error = 1.0 - row["predicted_utility"]
         below, above, what = _predicted_bar(row)
-        ax.errorbar([row["epsilon"]], [predicted_error], yerr=[[below], [above]], fmt="o",
-                    mfc="white", color=color, capsize=3, label=f"{row['question']}: GP prediction, {what}")
-        ax.errorbar([row["epsilon"]], [row["error"]],
-                    yerr=[[row["utility_max"] - row["utility"]], [row["utility"] - row["utility_min"]]], fmt="s",
-                    color=color, capsize=3, label=f"{row['question']}: realised ({_trainings(int(row['repeats']))}, min-max)")
+        basis = answer_basis(row)
+        bar = [[below], [above]] if below + above > 0 else None
+        ax.errorbar([row["epsilon"]], [stated_error], yerr=bar, fmt="o", mfc="white", color=color, capsize=3,
+                    label=_wrapped(f"{row['question']}: {basis}" + (f", {what}" if bar is not None or "alike" in what
+                                                                     else "")))
+        spread = row["utility_max"] - row["utility_min"]
+        realised = [[row["utility_max"] - row["utility"]], [row["utility"] - row["utility_min"]]]
+        ax.errorbar([row["epsilon"]], [row["error"]], yerr=realised if spread > 0 else None, fmt="s",
+                    color=color, capsize=3,
+                    label=_wrapped(f"{row['question']}: retrained ({_trainings(int(row['repeats']))}"
+                                   + (", min-max)" if spread > 0 else ")")))
         if row["question"].startswith("epsilon"):
             ax.axvline(float(row["target"]), color=color, ls=":", lw=1)
         else:
@@ -171,12 +239,17 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
         ax.set_yscale("log")
     ax.set_xlabel("ε (exact, from the privacy oracle)")
     ax.set_ylabel(error_label(utility) + (" (log scale)" if log_error else ""))
-    # beside the axes, never over a point
-    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, framealpha=0.8)
-    caption = (f"The privacy-utility front of {problem}: evaluated points, their front (each front point with ± 1.28 "
-               f"standard errors of its trainings' mean, hollow where it rests on fewer than 6 trainings), and the "
-               f"answers to front queries (open: the GP's predicted utility with its predictive interval for one training, GP, not a "
-               f"guarantee; filled: measured, min-max of the trainings). ε on a log axis.")
+    # below the axes, never over a point, and never wider than the plot
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.11), borderaxespad=0.0, framealpha=0.8, ncol=2)
+    restated = on_front is not None
+    caption = (f"The privacy-utility front of {problem}: evaluated points at the means of the trainings that found "
+               + ("them, the front restated by fresh trainings made after it was chosen (each point's utility their mean, "
+                  "± 1.28 standard errors of it; the front recomputed until every point on it rests on fresh "
+                  "trainings)" if restated else
+                  "them, their front (each front point with ± 1.28 standard errors of its trainings' mean, hollow where "
+                  "it rests on fewer than 6 trainings)")
+               + ", and the answers to front queries (open: the utility an answer states, labelled by what it rests on, "
+                 "with its interval for one training; filled: its retraining, min-max). ε on a log axis.")
     if log_error:
         caption += (f" Error on a log axis: the front's errors span more than a decade ({drawn[:, 1].min():.2g} to "
                     f"{drawn[:, 1].max():.2g}).")
@@ -191,21 +264,24 @@ def front_figure(problem: str, utility: str, evaluations: dict[str, pd.DataFrame
     return fig
 
 
-def _front_uncertainty(ax, everything: pd.DataFrame) -> None:
+def _front_uncertainty(ax, everything: pd.DataFrame, on_front: pd.DataFrame | None = None) -> None:
     """Each front point with what its trainings support: +- z_0.9 standard errors of its trainings' mean
-    (`bo.support`), hollow where it rests on fewer than ANSWER_TRAININGS trainings."""
+    (`bo.support`; `on_front`: the restated front's rows, its fresh trainings'), hollow where it rests on fewer than
+    ANSWER_TRAININGS trainings."""
     from ..bo.query import ANSWER_TRAININGS
     from ..bo.support import SUPPORT_LEVEL, with_support
     from ..bo.pareto import pareto_mask
 
-    supported = with_support(everything)
-    on_front = supported[pareto_mask(supported[["epsilon", "error"]].to_numpy(float))]
+    if on_front is None:
+        supported = with_support(everything)
+        on_front = supported[pareto_mask(supported[["epsilon", "error"]].to_numpy(float))]
     z = stats.norm.ppf(SUPPORT_LEVEL)
     for few, style in ((False, {"mfc": "k"}), (True, {"mfc": "white"})):
         rows = on_front[(on_front["n_trainings"] < ANSWER_TRAININGS) == few]
         if rows.empty:
             continue
-        ax.errorbar(rows["epsilon"], rows["error"], yerr=z * rows["utility_se"], fmt="o", ms=3.5, color="k",
+        se = rows["utility_se"].to_numpy(float)
+        ax.errorbar(rows["epsilon"], rows["error"], yerr=np.where(se > 0, z * se, np.nan), fmt="o", ms=3.5, color="k",
                     capsize=2, lw=0.8, zorder=5, **style,
                     label=(f"front points on < {ANSWER_TRAININGS} trainings" if few else "front points")
                     + f": ± {z:.2f} standard errors of their mean")
@@ -216,24 +292,27 @@ def _listed(values) -> list:
     return [] if values is None or (np.ndim(values) == 0 and pd.isna(values)) else list(values)
 
 
-def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.DataFrame]) -> pd.DataFrame:
-    """The front of every evaluated point (hyperparameters, epsilon, utility, its trainings' count, standard error and
-    supported utility (`bo.support`), which method found it),
-    then one row per query answer (suggestion, exact epsilon, predicted utility with its predictive interval
-    for one training (GP, not a guarantee), utility answers: the predicted probability that one training reaches
-    the target, the trainings the answer rests on and those settling it added, realised utility of its
-    retrainings, the share of them inside the interval (utility answers: reaching the target), and the domain
-    bounds it sits at)."""
-    from ..bo.query import front, trainings_text
+def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.DataFrame],
+                fresh: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The front (hyperparameters, epsilon, utility, its trainings' count, standard error and supported utility
+    (`bo.support`), which method found it): where `fresh` (the `front_fresh` rule's rows) is given, the front
+    restated by fresh trainings (`bo.fresh_front.front_rows`: `utility` their mean, `search_utility` and
+    `search_n_trainings` those of the trainings that found the point); else the front of every evaluated point at those means.
+    Then one row per query answer (suggestion, exact epsilon, the utility it states (predicted_utility: its fresh
+    trainings' mean, or the GP's prediction) with its interval for one training, utility answers: the probability
+    that one training reaches the target, the trainings the answer rests on and those settling it added, realised
+    utility of its retrainings, the share of them inside the interval (utility answers: reaching the target), and
+    the domain bounds it sits at)."""
+    from ..bo.query import trainings_text
 
-    table = front(problem, every_point(evaluations)).assign(kind="front")
+    table = _front_points(problem, evaluations, fresh)[0].assign(kind="front").drop(columns=["error"], errors="ignore")
     rows = [table]
     for answer in queries:
         row = answer.iloc[0]
         rows.append(pd.DataFrame([{"kind": f"query: {row['question']}", **{n: row.get(n) for n in problem.names},
                                    "epsilon": row["epsilon"], "utility": row["utility"], "utility_min": row["utility_min"],
                                    "utility_max": row["utility_max"], "predicted_utility": row["predicted_utility"],
-                                   "predicted_sd": row["predicted_sd"],
+                                   "predicted_sd": row["predicted_sd"], "stated_by": answer_basis(row),
                                    **{k: row.get(k) for k in ("interval_low", "interval_high", "interval_level",
                                                               "reach_probability", "probability_source",
                                                               "runs_in_interval", "runs_reaching_target",
@@ -243,8 +322,9 @@ def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.
                                    **{k: row.get(k) for k in ("fresh_trainings", "budget")},
                                    "method": "query"}]))
     out = pd.concat(rows, ignore_index=True)
-    first = ["kind", "epsilon", "utility", "n_trainings", "utility_se", "utility_supported", "predicted_utility",
-             "predicted_sd", "interval_low", "interval_high", "interval_level", "reach_probability",
-             "probability_source", "runs_in_interval", "runs_reaching_target", "trainings", "search_trainings",
-             "added_trainings", "fresh_trainings", "budget", "search_note", "edge", "utility_min", "utility_max"]
+    first = ["kind", "epsilon", "utility", "n_trainings", "utility_se", "utility_supported", "search_utility",
+             "search_n_trainings", "predicted_utility", "stated_by", "predicted_sd", "interval_low",
+             "interval_high", "interval_level", "reach_probability", "probability_source", "runs_in_interval",
+             "runs_reaching_target", "trainings", "search_trainings", "added_trainings", "fresh_trainings", "budget", "search_note",
+             "edge", "utility_min", "utility_max"]
     return out[[c for c in first if c in out] + [c for c in out if c not in first]].replace({np.nan: None})
