@@ -304,3 +304,10 @@ def test_measuring_times_trainings_as_they_cost():
     for seconds in (2.0, 10.0):
         clock = measure(problem, None, [{"noise": 1.0, "shape": 0.5}], seconds, 0)
         assert 0.005 <= clock.training <= 0.02, (seconds, clock.training)
+
+
+def test_the_command_prints_an_interval_near_one_with_the_digits_that_tell_its_ends_apart():
+    from dptradeoff.cli.front import interval_digits
+
+    assert interval_digits(0.99991, 0.99995, 0.99998) == 6
+    assert interval_digits(0.8, 0.85, 0.9) == 4 and interval_digits(0.9999, 0.9999) == 4

@@ -133,6 +133,15 @@ def _print_best(everything, kind: str, target: float, names, found: str) -> None
         print(f"No evaluated point's trainings support {question}.")
 
 
+def interval_digits(*values: float, least: int = 4, most: int = 8) -> int:
+    """Decimals that tell `values` apart (an interval's ends near 1 print as [0.9999, 0.9999] at four)."""
+    finite = sorted(float(v) for v in values if math.isfinite(float(v)))
+    gaps = [b - a for a, b in zip(finite, finite[1:]) if b > a]
+    if not gaps:
+        return least
+    return int(min(most, max(least, math.ceil(-math.log10(min(gaps))) + 1)))
+
+
 def print_rule_answer(problem, row, where: str, now: bool = False) -> None:
     """An answer of the one rule (bo.query_round) as its row holds it: searched, stated by fresh trainings after the
     choice, and (the query rule's, from its file `where`) retrained R times; `now`: answered by this command."""
@@ -145,9 +154,11 @@ def print_rule_answer(problem, row, where: str, now: bool = False) -> None:
     _print_point("suggested", {n: row[n] for n in problem.names})
     source = row.get("probability_source", "")
     if math.isfinite(float(row.get("interval_low", math.nan))):
-        print(f"  epsilon {row['epsilon']:.4g} (exact); mean {problem.utility} {row['predicted_utility']:.4f} over "
-              f"{fresh} fresh trainings; one training: [{row['interval_low']:.4f}, {row['interval_high']:.4f}], the "
-              f"{row['interval_level']:.0%} interval from {source}")
+        low, mean, high = (float(row[k]) for k in ("interval_low", "predicted_utility", "interval_high"))
+        d = interval_digits(low, mean, high)
+        print(f"  epsilon {row['epsilon']:.4g} (exact); mean {problem.utility} {mean:.{d}f} over {fresh} fresh "
+              f"trainings; one training: [{low:.{d}f}, {high:.{d}f}], the {row['interval_level']:.0%} interval from "
+              f"{source}" + (" (every fresh training alike)" if low == high else ""))
     else:
         print(f"  epsilon {row['epsilon']:.4g} (exact); mean {problem.utility} {row['predicted_utility']:.4f} over "
               f"{fresh} fresh trainings; NO interval: {source}")
