@@ -38,6 +38,17 @@ def test_runtime_of_the_paper_s_costliest_mnist_point_on_one_core():
     assert 50 < hours < 90
 
 
+def test_a_questions_runtime_covers_its_least_trainings_and_its_retrainings():
+    """One rule for every question: a dear training's question gets question_trainings trainings' worth, not the
+    10 s asked, and a scheduler must give it that long."""
+    problem = PROBLEMS["mnist-mlp1-sgd"].restricted({"epochs": [1, 4]})
+    cost = problem.oracle.cost_seconds(problem.check(resources.costliest_point(problem)), 30_000)
+    minutes = resources.question_runtime(problem, 10.0, 200, 1, 30_000)
+    assert minutes * 60 >= 200 * cost > 10.0
+    assert resources.question_runtime(problem, 10.0, 400, 1, 30_000) > 1.5 * minutes
+    assert resources.question_runtime(problem, 10.0 * minutes * 60, 200, 1, 30_000) > 5 * minutes   # the seconds asked
+
+
 def test_an_oracle_without_a_cost_model_gets_the_default_runtime():
     svt = PROBLEMS["svt"]
     assert svt.oracle.cost_seconds({"bound": 3, "b": 1.0}, None) is None
@@ -88,8 +99,9 @@ def test_every_rule_is_local_or_declares_what_it_needs():
         assert local != declared, f"rule {name}: either localrule: True or resources with runtime and mem_mb"
     for name in ("bo_propose", "bo_gather", "gather_evaluations", "table2", "fig5", "download_raw_file"):
         assert "localrule: True" in rules[name], name
-    for name in ("evaluate_batch", "bo_evaluate", "query"):
+    for name in ("evaluate_batch", "bo_evaluate"):
         assert "gpu=evaluation_gpu" in rules[name] and "runtime=evaluation_runtime(" in rules[name], name
+    assert "gpu=evaluation_gpu" in rules["query"] and "runtime=question_runtime" in rules["query"]
 
 
 def test_a_user_oracle_s_cost_model_and_gpu_flag_reach_the_requests():

@@ -34,6 +34,17 @@ def evaluation_runtime(problem: Problem, points: pd.DataFrame, repeats: int, n: 
     return math.ceil(SAFETY * attempt * seconds / 60)
 
 
+def question_runtime(problem: Problem, seconds: float, least_trainings: int, repeats: int, n: int | None,
+                     attempt: int = 1) -> int:
+    """Minutes for one question of the one rule (`bo.timed_questions`): its seconds, raised to `least_trainings`
+    trainings of the costliest point where they buy fewer, then its `repeats` retrainings."""
+    cost = problem.oracle.cost_seconds(problem.check(costliest_point(problem)), n)
+    if cost is None:
+        return max(UNKNOWN_EVALUATION_MINUTES, math.ceil(seconds / 60)) * attempt
+    total = STARTUP_SECONDS + max(float(seconds), least_trainings * cost) + repeats * cost
+    return math.ceil(SAFETY * attempt * total / 60)
+
+
 def evaluation_mem_mb(matrix_paths: list[str], attempt: int = 1) -> int:
     """MB for one job that loads the matrices at `matrix_paths` (train, test: float32 features):
     the base footprint plus four copies of the data (the Parquet buffers, numpy, torch, a batch)."""

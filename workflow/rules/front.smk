@@ -24,7 +24,7 @@ rule query:
         seed=config["seed"],
     threads: 1
     resources:
-        runtime=evaluation_runtime(costliest_point),
+        runtime=question_runtime,
         mem_mb=evaluation_mem_mb,
         gpu=evaluation_gpu,
     log:

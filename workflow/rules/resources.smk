@@ -19,6 +19,16 @@ def evaluation_runtime(points_of):
     return runtime
 
 
+def question_runtime(wildcards, input, attempt):
+    """A `query` job's minutes: the question's seconds (at least dpareto.question_trainings trainings), its retrainings."""
+    problem = KNOWN_PROBLEMS[wildcards.problem]
+    seconds = problem_settings(wildcards.problem).get("seconds", {}).get("question",
+                                                                         config["dpareto"].get("question_seconds", 10))
+    return resources.question_runtime(problem, float(seconds or 0), int(config["dpareto"].get("question_trainings", 200)),
+                                      problem_repeats(wildcards.problem), resources.training_rows(list(input.data)),
+                                      attempt)
+
+
 def evaluation_mem_mb(wildcards, input, attempt):
     return resources.evaluation_mem_mb(list(input.data), attempt)
 
