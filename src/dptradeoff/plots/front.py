@@ -153,9 +153,11 @@ def answer_basis(row) -> str:
     if fresh:
         return f"mean of {fresh} fresh trainings made after it was chosen"
     source = row.get("probability_source")
+    if "search_note" in row and "settled" in row or "tier_training" in row:   # the one rule's row: no fresh training
+        return "no fresh training (its budget bought none)"
     if source and source != GP_SOURCE and "GP" not in str(source).split("interval:")[0]:
         return f"its own trainings ({len(_listed(row.get('trainings')))})"
-    return "GP prediction"
+    return "GP prediction"   # a row written before the one rule
 
 
 def _front_points(problem, evaluations: dict[str, pd.DataFrame], fresh) -> tuple[pd.DataFrame, str]:
@@ -300,7 +302,7 @@ def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.
     `search_n_trainings` those of the trainings that found the point); else the front of every evaluated point at those means.
     Then one row per query answer (suggestion, exact epsilon, the utility it states (predicted_utility: its fresh
     trainings' mean, or the GP's prediction) with its interval for one training, utility answers: the probability
-    that one training reaches the target, the trainings the answer rests on and those settling it added, realised
+    that one training reaches the target (below_level, settled), the trainings the answer rests on, realised
     utility of its retrainings, the share of them inside the interval (utility answers: reaching the target), and
     the domain bounds it sits at)."""
     from ..bo.query import trainings_text
@@ -316,8 +318,8 @@ def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.
                                    **{k: row.get(k) for k in ("interval_low", "interval_high", "interval_level",
                                                               "reach_probability", "probability_source",
                                                               "runs_in_interval", "runs_reaching_target",
-                                                              "search_trainings", "added_trainings", "search_note",
-                                                              "edge")},
+                                                              "below_level", "settled", "search_trainings",
+                                                              "search_note", "stopped", "edge")},
                                    "trainings": trainings_text(_listed(row.get("trainings"))),
                                    **{k: row.get(k) for k in ("fresh_trainings", "budget")},
                                    "method": "query"}]))
@@ -325,6 +327,7 @@ def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.
     first = ["kind", "epsilon", "utility", "n_trainings", "utility_se", "utility_supported", "search_utility",
              "search_n_trainings", "predicted_utility", "stated_by", "predicted_sd", "interval_low",
              "interval_high", "interval_level", "reach_probability", "probability_source", "runs_in_interval",
-             "runs_reaching_target", "trainings", "search_trainings", "added_trainings", "fresh_trainings", "budget", "search_note",
+             "runs_reaching_target", "below_level", "settled", "trainings", "search_trainings", "fresh_trainings", "budget",
+             "search_note", "stopped",
              "edge", "utility_min", "utility_max"]
     return out[[c for c in first if c in out] + [c for c in out if c not in first]].replace({np.nan: None})
