@@ -324,7 +324,7 @@ def front_table(problem, evaluations: dict[str, pd.DataFrame], queries: list[pd.
                                    **{k: row.get(k) for k in ("fresh_trainings", "budget")},
                                    "method": "query"}]))
     out = pd.concat(rows, ignore_index=True)
-    first = ["kind", "epsilon", "utility", "n_trainings", "utility_se", "utility_supported", "search_utility",
+    first = ["kind", "epsilon", "utility", "n_trainings", "utility_se", "utility_supported", "chosen_utility", "search_utility",
              "search_n_trainings", "predicted_utility", "stated_by", "predicted_sd", "interval_low",
              "interval_high", "interval_level", "reach_probability", "probability_source", "runs_in_interval",
              "runs_reaching_target", "below_level", "settled", "trainings", "search_trainings", "fresh_trainings", "budget",
