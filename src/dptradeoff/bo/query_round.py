@@ -25,6 +25,8 @@ from .transforms import InputScaler
 log = logging.getLogger(__name__)
 
 DEAR_TRAINING = 0.1     # seconds: a training the chain recorded at this cost or more is not timed again (32 trainings)
+
+
 def answer_and_train(problem: Problem, chain: str, kind: str, target: float, settings: Settings, repeats: int,
                      seed: int, run: int, seconds: float | None = None, tiers: dict | None = None,
                      stream: str | None = None) -> pd.DataFrame:
