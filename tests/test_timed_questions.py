@@ -216,8 +216,8 @@ def test_batch_sizes_are_powers_of_two_where_a_point_is_cheaper_than_a_proposal(
     assert batch_rounds.batch_size(None, 0.001) == 1                 # the first round: nothing measured
     assert batch_rounds.batch_size(0.2, 0.5) == 1                    # a dear training: one point a round
     assert batch_rounds.batch_size(0.2, 0.15) == 1                   # 1.3 points' worth: still one
-    assert batch_rounds.batch_size(0.2, 0.05) == 4
-    assert batch_rounds.batch_size(0.2, 0.03) == 8                   # 6.7 -> the next power of two
+    assert batch_rounds.batch_size(0.2, 0.05) == 2                   # half the proposal's 0.2 s: 2 points
+    assert batch_rounds.batch_size(0.2, 0.01) == 8                   # 10 -> the power of two below
     assert batch_rounds.batch_size(0.5, 1e-6) == batch_rounds.BATCH_MOST == 256
     assert batch_rounds.batch_size(0.2, 0.05, chain_share=1.0) == 16  # the chain's seconds: 0.8 s to train
 
