@@ -38,7 +38,7 @@ SLURM_TINY = {
 CLUSTER_RULES = {"dataset_split", "reddit_histogram", "evaluate_batch", "evaluate_random_batch", "bo_evaluate",
                  "illustration_evaluate", "illustration_surfaces", "expost_invocations", "expost_thread_trials",
                  "expost_ml_candidates", "expost_ml_trials", "proposetest_simulation", "proposetest_adult",
-                 "taylor_measure", "query", "release", "audit"}
+                 "taylor_measure", "query", "front_fresh", "release", "audit"}
 LOCAL_RULES = {"bo_propose", "bo_initial", "bo_gather", "gather_evaluations", "random_points", "uniform_points",
                "grid_points", "illustration_points", "embedded_wheel", "table2", "overhead_table", "front_quality",
                "batch_vs_sequential", "fig_oracles", "fig_surfaces", "fig5", "fig6", "fig_fronts", "front_report",

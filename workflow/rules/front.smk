@@ -35,19 +35,6 @@ rule query:
         "../scripts/query.py"
 
 
-def fresh_front_points(wildcards, input):
-    """For a scheduler's runtime: the front_fresh job trains about FRESH_RUNTIME_POINTS points, each at most
-    the costliest point's cost with R >= its fresh trainings' FRESH_LEAST (a guess; the job's log has the count)."""
-    from dptradeoff.bo.fresh_front import FRESH_LEAST
-
-    points = costliest_point(wildcards, input)
-    scale = max(1, -(-FRESH_LEAST // max(1, problem_repeats(wildcards.problem))))
-    return pd.concat([points] * (FRESH_RUNTIME_POINTS * scale), ignore_index=True)
-
-
-FRESH_RUNTIME_POINTS = 64
-
-
 # The front a user reads, restated by fresh trainings (dptradeoff.bo.fresh_front): the front of every method's
 # evaluations, its points retrained with seeds no method used and the front recomputed, until every point on it
 # rests on trainings made after it was chosen. One job a problem; a killed job resumes from its rounds so far.

@@ -84,3 +84,17 @@ def per_attempt(amount):
     data use these: peak RSS measured on the default config through SLURM is 0.2-1.6 GB and run
     times 10-90 s (docs/cluster.md); the requests leave room for the paper configs."""
     return lambda wildcards, attempt: amount * attempt
+
+
+# The front_fresh job's runtime (workflow/rules/front.smk).
+def fresh_front_points(wildcards, input):
+    """For a scheduler's runtime: the front_fresh job trains about FRESH_RUNTIME_POINTS points (its rounds and its listing), each at most
+    the costliest point's cost with R >= its fresh trainings' FRESH_LEAST (a guess; the job's log has the count)."""
+    from dptradeoff.bo.fresh_front import FRESH_LEAST
+
+    points = costliest_point(wildcards, input)
+    scale = max(1, -(-FRESH_LEAST // max(1, problem_repeats(wildcards.problem))))
+    return pd.concat([points] * (FRESH_RUNTIME_POINTS * scale), ignore_index=True)
+
+
+FRESH_RUNTIME_POINTS = 160   # the rounds and the listing: 119-153 points on the default adult problems
