@@ -182,6 +182,17 @@ BUDGET_BUGS = {   # issue BUDGET: what a timed answer states, and the batches a 
 }
 BUGS.update(BUDGET_BUGS)
 BUG_FILES.update({name: ["tests/test_timed_questions.py"] for name in BUDGET_BUGS})
+FRESH_FRONT = "src/dptradeoff/bo/fresh_front.py"
+FRONT_BUGS = {   # issue HONEST: the front a user reads
+    "honest: the front listed by the trainings that chose it": [
+        (FRESH_FRONT, '        fresh = fresh[fresh["round"] == LISTING]   # listed by the trainings that chose nothing',
+         '        pass')],
+    "honest: the front table lists the search means": [
+        (FRESH_FRONT, 'rows.append({"epsilon": row["epsilon"], "utility": float(source["utility"]),',
+         'rows.append({"epsilon": row["epsilon"], "utility": float(row["search_utility"]),')],
+}
+BUGS.update(FRONT_BUGS)
+BUG_FILES.update({name: ["tests/test_fresh_front.py"] for name in FRONT_BUGS})
 
 
 def planted(tree: Path, changes: list[tuple[str, str, str]]) -> None:
