@@ -184,9 +184,9 @@ BUGS.update(BUDGET_BUGS)
 BUG_FILES.update({name: ["tests/test_timed_questions.py"] for name in BUDGET_BUGS})
 FRESH_FRONT = "src/dptradeoff/bo/fresh_front.py"
 FRONT_BUGS = {   # issue HONEST: the front a user reads
-    "honest: the front listed by the trainings that chose it": [
-        (FRESH_FRONT, '        fresh = fresh[fresh["round"] == LISTING]   # listed by the trainings that chose nothing',
-         '        pass')],
+    "honest: the front listed by the trainings that chose it (no listing round)": [
+        (FRESH_FRONT, "    if len(todo):\n        trained = train_points(problem, todo, data, count, seed, run, LISTING)",
+         "    if False:\n        trained = train_points(problem, todo, data, count, seed, run, LISTING)")],
     "honest: the front table lists the search means": [
         (FRESH_FRONT, 'rows.append({"epsilon": row["epsilon"], "utility": float(source["utility"]),',
          'rows.append({"epsilon": row["epsilon"], "utility": float(row["search_utility"]),')],
