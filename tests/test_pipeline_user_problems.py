@@ -214,7 +214,8 @@ def test_the_laplace_mean_example_finds_its_region_and_answers_by_the_clock(run_
     for question, file in (("epsilon <= 0.001", "eps0.001"), ("utility >= 0.99", "utility0.99")):
         answer = read_frame(str(work / f"results/dpareto/laplace-mean/query/{file}.parquet")).iloc[0]
         fresh = int(answer["fresh_trainings"])
-        assert fresh >= 200 and len(answer["trainings"]) == fresh and answer["budget"].startswith("time: 2 s")
+        # 2 s: the search's 75 % of them less the measuring, then what is left buys the fresh trainings (19 at least)
+        assert fresh >= 19 and len(answer["trainings"]) == fresh and answer["budget"].startswith("time: 2 s")
         assert answer["probability_source"].startswith(f"{fresh} fresh trainings after it was chosen")
         assert answer["interval_low"] < answer["predicted_utility"] < answer["interval_high"]
         assert answer["search_trainings"] > 200 and answer["added_trainings"] == 0
