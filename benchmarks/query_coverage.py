@@ -284,7 +284,7 @@ def main() -> None:
               f"within 2x {sum(x <= 2 for x in ratios)} of {len(ratios)}")
     exact = [r["eps_ratio_exact_09"] for r in utility if "eps_ratio_exact_09" in r]
     if exact:
-        print(f"laplace-mean utility answers' epsilon over the closed form's least at P 0.9: "
+        print("laplace-mean utility answers' epsilon over the closed form's least at P 0.9: "
               + ", ".join(f"{x:.2f}" for x in exact))
     gaps = {name: mean_of([r for r in utility if r["problem"] == name], "stated")
             - mean_of([r for r in utility if r["problem"] == name], "reaching")

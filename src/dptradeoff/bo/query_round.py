@@ -14,6 +14,7 @@ import pandas as pd
 from ..problems.evaluate import evaluate, load_data, source_label
 from ..problems.problem import Problem
 from ..problems.tables import read_frame, succeeded
+from .fresh_front import training_seconds
 from .propose import Settings
 from .replication import REACH_LEVEL
 from .support import best_evaluated
@@ -67,24 +68,13 @@ def answer_and_train(problem: Problem, chain: str, kind: str, target: float, set
     return pd.DataFrame([{**row, **keep, "target": target}])
 
 
-def recorded_training_seconds(evals: pd.DataFrame) -> float | None:
-    """One training's wall seconds as the chain recorded them (its rows' `wall_seconds` over their trainings; a
-    traced training's rows share its seconds, and its trainings are counted once, on its last row)."""
-    ok = succeeded(evals)
-    if "wall_seconds" not in ok or "utility_runs" not in ok or not len(ok):
-        return None
-    last = ok[ok["trace_final"].astype(bool)] if "trace_final" in ok else ok
-    count = int(last["utility_runs"].map(len).sum())
-    return float(ok["wall_seconds"].sum()) / count if count else None
-
-
 def question_clock(problem: Problem, data, evals: pd.DataFrame, seconds: float, seed: int, least_trainings: int,
                    tiers: dict | None = None, started: float | None = None) -> QuestionClock:
     """The question's clock (`timed_questions.measure`): a dear training's cost from the chain's records (trained
     again only to be timed, it would spend the question's seconds), a cheap one's measured on the chain's best points;
     `tiers` as given (a replay). Its wall clock runs from `started` (the rule's start: loading counts)."""
     ok = succeeded(evals)
-    recorded = recorded_training_seconds(evals)
+    recorded = training_seconds(evals)   # the chain's records, as the restated front reads them
     if recorded is not None and recorded < DEAR_TRAINING:
         recorded = None   # cheap: measured now, on this machine, as the search will train
     if len(ok):
