@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dptradeoff.bo.pareto import pareto_front
+from dptradeoff.pareto import pareto_front
 from dptradeoff.plots import dpareto, illustrations
 
 ADULT = ["adult-logreg-sgd", "adult-logreg-adam", "adult-svm-sgd"]

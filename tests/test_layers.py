@@ -102,3 +102,28 @@ def test_no_module_below_config_imports_config():
                   if CONFIG in graph[name])
     assert not back, (f"these modules sit in packages that dptradeoff.config imports, yet import config back: "
                       f"{', '.join(back)}; move them above config (src/dptradeoff/cli/, docs/architecture.md)")
+
+
+# The chain (`dptradeoff.bo`) is a layer above what summarises fronts and releases: the Pareto utilities
+# both use live in `dptradeoff.pareto`, a room of their own below all three.
+BELOW_THE_CHAIN = ("dptradeoff.release", "dptradeoff.stats")
+
+
+def chain_imports_below(graph: dict[str, dict[str, int]]) -> list[str]:
+    """'path:line' of every import of `dptradeoff.bo` from a package that sits below it."""
+    return sorted(f"{MODULES[name].relative_to(REPO)}:{line}" for name in graph if MODULES.get(name)
+                  and name.startswith(BELOW_THE_CHAIN)
+                  for imported, line in graph[name].items() if imported == "dptradeoff.bo")
+
+
+def test_a_chain_import_from_below_would_be_found():
+    graph = _graph()
+    graph["dptradeoff.stats.hypervolume"] = imports("dptradeoff.stats.hypervolume",
+                                                    "from ..bo.gp import fit\n", is_package=False)
+    assert chain_imports_below(graph) == ["src/dptradeoff/stats/hypervolume.py:1"]
+
+
+def test_release_and_statistics_do_not_import_the_chain():
+    back = chain_imports_below(_graph())
+    assert not back, (f"these modules of release/ or stats/ import dptradeoff.bo, a layer above them: {', '.join(back)}; "
+                      f"move what they need below (as dptradeoff.pareto)")

@@ -220,7 +220,7 @@ def test_a_path_is_worth_the_hypervolume_its_checkpoints_add_together():
     """RegionHVPoI.path: the gain of a training's checkpoints (the union of what they dominate, not the sum of
     each one's gain) against hypervolume_2d of the front with and without them, in the region's box; a path of
     one checkpoint is worth the point's own HVPoI."""
-    from dptradeoff.bo.pareto import hypervolume_2d
+    from dptradeoff.pareto import hypervolume_2d
     from dptradeoff.bo.propose import RegionHVPoI
 
     rng = np.random.default_rng(4)

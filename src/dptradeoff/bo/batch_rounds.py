@@ -35,7 +35,7 @@ from ..problems.problem import Problem
 from ..problems.tables import succeeded
 from ..seeds import rng as derived_rng
 from .answer_rounds import query_of_round
-from .pareto import pareto_mask
+from ..pareto import pareto_mask
 from .transforms import InputScaler
 
 BATCH_MOST = 256            # points a round, at most (1,024: the same fronts, twice the wall-clock)

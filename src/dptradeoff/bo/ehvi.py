@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from .pareto import pareto_front
+from ..pareto import pareto_front
 
 _SQRT_2PI = np.sqrt(2 * np.pi)
 

@@ -52,7 +52,7 @@ from ..problems.evaluate import checked_utilities
 from ..problems.problem import Problem
 from ..problems.tables import succeeded
 from ..seeds import derive_seed
-from .pareto import pareto_mask
+from ..pareto import pareto_mask
 from .support import with_support
 
 log = logging.getLogger(__name__)

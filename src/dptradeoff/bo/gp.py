@@ -323,10 +323,12 @@ class Fitter:
                 log.warning("GP restart %d failed: %s", restart, exc)
         if best is None and not jittered:
             # a noiseless GP on near-duplicate points (a batch round's perturbations) can leave no kernel matrix
-            # positive definite: refit once with GPflow's default jitter on the diagonal
+            # positive definite: refit once with GPflow's default jitter on the diagonal, the first start the
+            # default hyperparameters, not the warm start every step from which failed (from it, L-BFGS-B can run
+            # into a zero-variance kernel: a constant mean, seen on an AMD EPYC with the saved round of tests/test_bo.py)
             log.warning("every GP restart failed: refitting with jitter %g on the kernel's diagonal", JITTER)
             jitter = np.full(len(x), JITTER * y_std**2)
-            return self._fit(x, y, noiseless, restarts, rng, start, tolerance,
+            return self._fit(x, y, noiseless, restarts, rng, None, tolerance,
                              jitter if fixed_noise is None else np.asarray(fixed_noise, dtype=float) + jitter, True)
         if best is None:
             raise RuntimeError("every GP restart failed, with jitter too")

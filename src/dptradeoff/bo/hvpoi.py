@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from .pareto import nondominated_cells, pareto_front
+from ..pareto import nondominated_cells, pareto_front
 
 
 def adaptive_reference(front: np.ndarray) -> np.ndarray:

@@ -36,7 +36,7 @@ from . import exact_privacy, gp, resume
 from .answer_rounds import choose_for_query, query_of_round
 from .ehvi import ErrorRegionEHVI, RegionEHVI
 from .hvpoi import adaptive_reference, added_hypervolume, improvement_probability
-from .pareto import nondominated_cells, pareto_front
+from ..pareto import nondominated_cells, pareto_front
 from .transforms import (ERROR_RANGE, INPUTS, InitialMaxScaler, InputScaler, error_to_gp, input_scaler, objectives_from_gp,
                          objectives_to_gp, privacy_to_gp)
 

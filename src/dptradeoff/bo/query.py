@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..bo.pareto import pareto_mask
+from ..pareto import pareto_mask
 from ..problems.evaluate import epsilon as exact_epsilon, training_rows
 from ..problems.oracle import Data
 from ..problems.problem import Problem

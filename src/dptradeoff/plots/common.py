@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ..bo.pareto import pareto_front  # noqa: E402
+from ..pareto import pareto_front  # noqa: E402
 from ..io import atomic_path  # noqa: E402
 
 sns.set_theme(style="whitegrid", context="paper")

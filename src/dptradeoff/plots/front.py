@@ -272,7 +272,7 @@ def _front_uncertainty(ax, everything: pd.DataFrame, on_front: pd.DataFrame | No
     ANSWER_TRAININGS trainings."""
     from ..bo.query import ANSWER_TRAININGS
     from ..bo.support import SUPPORT_LEVEL, with_support
-    from ..bo.pareto import pareto_mask
+    from ..pareto import pareto_mask
 
     if on_front is None:
         supported = with_support(everything)

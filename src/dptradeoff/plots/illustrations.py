@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm
 
-from ..bo.pareto import pareto_mask
+from ..pareto import pareto_mask
 from ..problems import get_problem
 from .common import error_label, front_line, save
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .. import UserError
-from ..bo.pareto import pareto_mask
+from ..pareto import pareto_mask
 from ..problems.problem import Problem
 from ..problems.tables import succeeded
 from .settings import CandidateSettings

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..bo.pareto import hypervolume_2d
+from ..pareto import hypervolume_2d
 
 ANTI_IDEAL = (10.0, 1.0)
 
