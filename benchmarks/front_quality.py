@@ -46,6 +46,7 @@ traces over the default DPareto without them, at equal training cost), with thei
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
 
@@ -64,6 +65,7 @@ from dptradeoff.bo.propose import Context, DPareto, Settings  # noqa: E402
 from dptradeoff.peers import PEERS  # noqa: E402
 from dptradeoff.problems import get_problem  # noqa: E402
 from dptradeoff.io import read_frame  # noqa: E402
+from dptradeoff.pareto import pareto_mask  # noqa: E402
 from dptradeoff.problems.evaluate import evaluate, load_data  # noqa: E402
 from dptradeoff.problems.traces import TraceSettings  # noqa: E402
 from dptradeoff.seeds import derive_seed, rng  # noqa: E402
@@ -80,6 +82,9 @@ METHODS = ["dpareto", "dpareto+traces", "optuna-tpe", "optuna-tpe+traces", "optu
 REFERENCE = "dpareto+traces"   # the method every other is compared with
 DEFAULT = "dpareto"            # the default config's DPareto without traces: its 16 + rounds chain sets the budget
 BEST_KNOWN_RANDOM = 1000       # random points (traced at the largest epochs) in the best-known front
+# Every method's front is scored by fresh trainings of its points, this many a point (at the point's epochs, untraced),
+# the same for every method, seeded from a stream no chain draws from ("fresh"): not by the means that chose them
+FRESH = 5
 MAX_ROUNDS = 2000              # a method that spends almost nothing per round still stops
 EQUAL = "cost"                 # --equal: what the budget counts
 PEER_GP_POINTS = 64            # dpareto.peer_gp_points of the config (main() reads it)
@@ -102,6 +107,7 @@ VARIANTS = {
     "dpareto-resume": {"resume": True, "path_value": False},   # trainings that stop and resume, by gain per epoch
     "dpareto-path": {"resume": True, "path_value": True},      # ... each valued by the front its whole path adds
     "dpareto-no-resume": {"resume": False, "path_value": False},   # the default before trainings stopped
+    "dpareto-levels": {"search": "levels"},     # candidates on epsilon levels, utility over epsilon (bo.levels)
 }
 # DPareto with what steers it changed (`bo.propose.Context`): the region derived from the problem
 # (stats.region.DerivedRegion, `region: auto`) instead of statistics.region.
@@ -150,6 +156,38 @@ class Oracle:
                                                    "crn", 0, index, self.traces if traced else None)
             rows.append(self.cache[traced, key])
         return pd.concat(rows, ignore_index=True)
+
+
+    def fresh(self, points: pd.DataFrame) -> pd.DataFrame:
+        """FRESH new trainings of each of `points` (untraced), seeded by the point in the "fresh" stream."""
+        rows = []
+        for _, point in points[self.problem.names].iterrows():
+            key = tuple(np.round(point.to_numpy(float), 12))
+            if ("fresh", key) not in self.cache:
+                index = derive_seed(self.seed, "fresh", *key) % 2**31
+                self.cache["fresh", key] = evaluate(self.problem, point.to_frame().T, self.data, FRESH, self.seed,
+                                                    "fresh", 0, index, None)
+            rows.append(self.cache["fresh", key])
+        return pd.concat(rows, ignore_index=True)
+
+
+def front_points(evals: pd.DataFrame, names: list[str], floor: float, epsilon_high: float) -> pd.DataFrame:
+    """The non-dominated rows of `evals` that can count in the region (error below the floor, epsilon at most its
+    top), one per point."""
+    inside = evals[(evals["error"] < floor) & (evals["epsilon"] <= epsilon_high)]
+    front = inside[pareto_mask(inside[["epsilon", "error"]].to_numpy(float))] if len(inside) else inside
+    return front.drop_duplicates(subset=names)
+
+
+def fresh_front(oracle: "Oracle", evals: pd.DataFrame, floor: float, epsilon_high: float) -> pd.DataFrame:
+    """A front's points with their listed (search) error and the mean error of FRESH fresh trainings."""
+    names = oracle.problem.names
+    front = front_points(evals, names, floor, epsilon_high)
+    if front.empty:
+        return pd.DataFrame({"epsilon": [], "listed_error": [], "error": []})
+    fresh = oracle.fresh(front)
+    return pd.DataFrame({"epsilon": fresh["epsilon"].to_numpy(float), "listed_error": front["error"].to_numpy(float),
+                         "error": fresh["error"].to_numpy(float)})
 
 
 def row_costs(evals: pd.DataFrame) -> np.ndarray:
@@ -212,6 +250,21 @@ def run_chain(method: str, problem, oracle: Oracle, initial: pd.DataFrame, setti
     return evals
 
 
+def row_seconds(evals: pd.DataFrame) -> np.ndarray:
+    """What each row took on the wall clock: its share of its training's seconds, plus the proposal's seconds on the
+    first row of each round (the shared initial points: none)."""
+    seconds = evals["wall_seconds"].fillna(0.0).to_numpy(float)
+    if "evaluation" in evals:
+        first = evals["evaluation"].notna().to_numpy() & ~evals["evaluation"].duplicated().to_numpy()
+        seconds = seconds + np.where(first, evals["proposal_seconds"].fillna(0.0).to_numpy(float), 0.0)
+    return seconds
+
+
+def within_seconds(evals: pd.DataFrame, seconds: float) -> pd.DataFrame:
+    """The rows a method had after `seconds` on the wall clock (training and proposing)."""
+    return evals[np.cumsum(row_seconds(evals)) <= seconds + 1e-9]
+
+
 def within(evals: pd.DataFrame, budget: float) -> pd.DataFrame:
     """The rows a method had when it had spent `budget`: a trace's rows come in training order, so a
     training cut by the budget keeps its earlier epochs."""
@@ -219,7 +272,8 @@ def within(evals: pd.DataFrame, budget: float) -> pd.DataFrame:
 
 
 def summarise(evals: pd.DataFrame, metric_settings: MetricSettings, floor: float, budget: float,
-              target: float, best_known: float) -> dict:
+              target: float, best_known: float, fresh: pd.DataFrame | None = None,
+              best_known_fresh: float = np.nan) -> dict:
     """Every metric of the rows within the budget, the share of the budget spent to reach `target`
     (the default's region score; inf: not reached), the gap to the best-known front's region score
     `best_known` as a share of it, the share of trainings at the floor per block of BLOCK after the
@@ -240,6 +294,11 @@ def summarise(evals: pd.DataFrame, metric_settings: MetricSettings, floor: float
         part = finals.iloc[block * BLOCK:(block + 1) * BLOCK]
         out[f"at_floor_rounds_{block * BLOCK}_{(block + 1) * BLOCK - 1}"] = float(np.mean(part["error"] >= floor - FLOOR_MARGIN))
     out["seconds_per_proposal"] = float(kept["proposal_seconds"].median())
+    if fresh is not None:   # the front by what its settings deliver: FRESH new trainings of each of its points
+        out["region_fresh"] = region.value(fresh["epsilon"], fresh["error"]) if len(fresh) else 0.0
+        out["front_points"] = len(fresh)
+        out["listed_minus_fresh"] = float((fresh["listed_error"] - fresh["error"]).mean()) if len(fresh) else np.nan
+        out["gap_fresh"] = 1.0 - out["region_fresh"] / best_known_fresh if best_known_fresh > 0 else np.nan
     return out
 
 
@@ -288,6 +347,7 @@ def problem_setup(name: str, config: dict):
 
 
 def main() -> None:
+    global EQUAL, REFERENCE
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", required=True)
     parser.add_argument("--problems", nargs="+", default=PROBLEMS)
@@ -299,11 +359,13 @@ def main() -> None:
     parser.add_argument("--summary-only", action="store_true", help="only summarise what --work holds")
     parser.add_argument("--equal", choices=["cost", "evaluations"], default="cost",
                         help="compare at equal training cost (default) or at an equal number of trainings")
+    parser.add_argument("--reference", default=REFERENCE, help="the method every other is compared with")
+    parser.add_argument("--no-fresh", action="store_true", help="score fronts by their search means only (no fresh "
+                        "trainings of the front points)")
     parser.add_argument("--best-known-random", type=int, default=BEST_KNOWN_RANDOM,
                         help="random points (traced at the largest epochs) pooled into the best-known front")
     args = parser.parse_args()
-    global EQUAL
-    EQUAL = args.equal
+    EQUAL, REFERENCE = args.equal, args.reference
     os.chdir(args.work)
     os.makedirs("front_quality", exist_ok=True)
     config = yaml.safe_load(open(CONFIG))
@@ -318,6 +380,7 @@ def main() -> None:
         problem, data, floor, repeats = problem_setup(name, config)
         context = Context(data.n_train if data is not None else None, floor)
         oracle_of = lambda seed: Oracle(problem, data, repeats, seed, traces)  # noqa: E731
+        fresh_oracles = functools.lru_cache(maxsize=None)(oracle_of)   # one per seed: methods share a point's fresh trainings
         files = {}
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             oracle, initial, budget = oracle_of(seed), None, None
@@ -343,6 +406,31 @@ def main() -> None:
             continue
         best_known = best_known_region(name, problem, oracle_of, [p for p, _ in files.values()], metric_settings, floor,
                                        args.best_known_random)
+        region_top = metric_settings.region(floor).epsilon_high
+        fresh = {}
+        if not args.no_fresh:
+            for (method, seed), (path, budget) in files.items():
+                kept = within(read_frame(path), budget)
+                fresh[method, seed] = cached(f"{path.removesuffix('.parquet')}_fresh{FRESH}.parquet",
+                                             lambda: fresh_front(fresh_oracles(seed), kept, floor, region_top))
+            pooled = pd.concat([within(read_frame(p), b) for p, b in files.values()], ignore_index=True)
+            best_fresh = cached(f"front_quality/{name}_best_known_fresh{FRESH}_{len(files)}.parquet",
+                                lambda: fresh_front(fresh_oracles(0), pooled, floor, region_top))
+            region_metric = next(m for m in metric_settings.metrics(floor) if m.name == "region")
+            best_known_fresh = region_metric.value(best_fresh["epsilon"], best_fresh["error"])
+            # at equal wall-clock: every method of a seed cut at the least that any of them took for the budget
+            took = {key: float(row_seconds(within(read_frame(p), b)).sum()) for key, (p, b) in files.items()}
+            # (the untraced default only sets the budget: it is not one of the methods compared at equal wall-clock)
+            clock = {seed: min([t for (m, s), t in took.items() if s == seed and m != DEFAULT]
+                               or [took[DEFAULT, seed]]) for _, seed in files}
+            at_clock = {}
+            for (method, seed), (path, budget) in files.items():
+                kept = within_seconds(within(read_frame(path), budget), clock[seed])
+                front = cached(f"{path.removesuffix('.parquet')}_fresh{FRESH}_clock{clock[seed]:.0f}.parquet",
+                               lambda: fresh_front(fresh_oracles(seed), kept, floor, region_top))
+                at_clock[method, seed] = {"clock_seconds": clock[seed], "seconds_for_budget": took[method, seed],
+                                          "region_fresh_clock": region_metric.value(front["epsilon"], front["error"])
+                                          if len(front) else 0.0}
         targets = {}
         for (method, seed), (path, budget) in files.items():
             evals = read_frame(path)
@@ -353,11 +441,16 @@ def main() -> None:
             evals = read_frame(path)
             rows.append({"problem": name, "method": method, "seed": seed, "floor": floor, "budget": budget,
                          "best_known": best_known,
-                         **summarise(evals, metric_settings, floor, budget, targets[seed], best_known)})
+                         **summarise(evals, metric_settings, floor, budget, targets[seed], best_known,
+                                     fresh.get((method, seed)), best_known_fresh if fresh else np.nan),
+                         **(at_clock.get((method, seed), {}) if fresh else {})})
     table = pd.DataFrame(rows)
     table.to_csv("front_quality/per_seed.csv", index=False)
     report(table, metric_settings)
     compact_report(table)
+    for metric in ("region_fresh", "region_fresh_clock"):
+        if metric in table:
+            compact_report(table, metric)
     check_targets(table, metric_settings)
     last_line(table)
 
@@ -456,7 +549,9 @@ def report(table: pd.DataFrame, metric_settings: MetricSettings) -> None:
         print(f"\n## {name}: {len(seeds)} seeds, equal training cost")
         print("| metric | " + " | ".join(wide) + " |")
         print("|---|" + "---|" * len(wide))
-        for metric in metric_names + ["cost_to_default", "gap_to_best_known"]:
+        extra = [c for c in ("region_fresh", "region_fresh_clock", "gap_fresh", "listed_minus_fresh", "front_points",
+                             "seconds_for_budget") if c in group]
+        for metric in metric_names + ["cost_to_default", "gap_to_best_known"] + extra:
             cells = []
             for method, g in wide.items():
                 v = g.loc[seeds, metric].to_numpy(float)
@@ -473,6 +568,16 @@ def report(table: pd.DataFrame, metric_settings: MetricSettings) -> None:
 
 def last_line(table: pd.DataFrame) -> None:
     adult = table[table["problem"] == "adult-logreg-sgd"]
+    anchor = "optuna-tpe+traces"
+    if "region_fresh" in table and {REFERENCE, anchor} <= set(adult["method"]):
+        ours = adult[adult["method"] == REFERENCE].set_index("seed")["region_fresh"]
+        tpe = adult[adult["method"] == anchor].set_index("seed")["region_fresh"]
+        seeds = ours.index.intersection(tpe.index)
+        mean, lo, hi, p = paired(ours[seeds].to_numpy(), tpe[seeds].to_numpy())
+        print(f"\nadult-logreg-sgd, region of fresh trainings at equal training cost: {REFERENCE} − {anchor} "
+              f"{mean:+.4f} ({lo:+.4f}, {hi:+.4f}), p = {p:.3g}, {len(seeds)} seeds")
+        print(f"region_fresh_over_tpe={ours[seeds].mean() / tpe[seeds].mean():.4f}")
+        return
     if not {REFERENCE, DEFAULT} <= set(adult["method"]):
         return
     ours = adult[adult["method"] == REFERENCE].set_index("seed")["region"]

@@ -32,7 +32,7 @@ from ..problems.problem import Problem
 from ..stats.front_metrics import Region
 from ..stats.cost import is_traced
 from ..stats.region import RegionRule
-from . import exact_privacy, gp, resume
+from . import exact_privacy, gp, levels, resume
 from .answer_rounds import choose_for_query, query_of_round
 from .ehvi import ErrorRegionEHVI, RegionEHVI
 from .hvpoi import adaptive_reference, added_hypervolume, improvement_probability
@@ -78,6 +78,7 @@ class Settings:
     question_trainings: int = 200   # ... at least this many trainings' worth of its measured cost
     question_tiers: dict | None = None   # pinned cost tiers of every question (a replay); None: measured
     batch_rounds: bool = True       # a round trains a batch where a point is cheaper than a proposal (bo.batch_rounds)
+    search: str = "box"             # levels: candidates placed on epsilon levels, utility over epsilon (bo.levels)
 
     @classmethod
     def from_config(cls, dpareto: dict, statistics: dict | None = None) -> "Settings":
@@ -99,7 +100,8 @@ class Settings:
                    question_trainings=int(dpareto.get("question_trainings", cls.question_trainings)),
                    question_seconds=float(dpareto.get("question_seconds", cls.question_seconds) or 0.0),
                    question_tiers=dpareto.get("question_tiers"),
-                   batch_rounds=bool(dpareto.get("batch_rounds", cls.batch_rounds)))
+                   batch_rounds=bool(dpareto.get("batch_rounds", cls.batch_rounds)),
+                   search=dpareto.get("search", cls.search))
 
     @property
     def paper(self) -> bool:
@@ -150,9 +152,10 @@ class Surrogates:
     """The two fitted GPs (privacy, utility) over the scaler's input box, and how long fitting took.
     `privacy` is None where epsilon is computed exactly (`Settings.privacy_model: exact`)."""
     privacy: gp.Posterior | None
-    utility: gp.Posterior
+    utility: gp.Posterior | levels.OnLevels
     scaler: InputScaler | InitialMaxScaler
     fit_seconds: float
+    epsilon_coordinate: levels.EpsilonCoordinate | None = None   # the utility GP's epsilon coordinate (`search: levels`)
 
     @property
     def state(self) -> GPState:
@@ -166,7 +169,7 @@ class Surrogates:
     def condition(self, unit: np.ndarray) -> "Surrogates":
         mean, _ = self.predict(unit)
         return Surrogates(self.privacy.condition(unit, mean[:, 0]), self.utility.condition(unit, mean[:, 1]),
-                          self.scaler, self.fit_seconds)
+                          self.scaler, self.fit_seconds, self.epsilon_coordinate)
 
 
 def gp_rows(evals: pd.DataFrame, limit: int) -> pd.DataFrame:
@@ -215,11 +218,12 @@ def nondominated(epsilon: np.ndarray, error: np.ndarray) -> np.ndarray:
 
 def fit_surrogates(problem: Problem, evals: pd.DataFrame, settings: Settings, rng: np.random.Generator,
                    previous: GPState | None = None, round_index: int = 0, initial: int | None = None,
-                   fit_privacy: bool = True, error_cap: float | None = None) -> Surrogates:
+                   fit_privacy: bool = True, error_cap: float | None = None, on_levels=None) -> Surrogates:
     """Both GPs (only the utility GP when not `fit_privacy`) fitted to `evals` (at most
     `settings.gp_points` of its rows: `gp_rows`): full restarts, or (between full refits) one run
     from `previous`. The first `initial` rows of `evals` (all when None) are the initial points.
-    `error_cap`: errors above it enter the utility GP as the cap."""
+    `error_cap`: errors above it enter the utility GP as the cap. `on_levels`: the exact privacy model whose ranking
+    epsilon replaces the noise multiplier in the utility GP's inputs (`bo.levels`), where the problem allows it."""
     fitter = gp.fitter(len(problem.domain))  # TensorFlow's import and tracing (seconds, once) are not fitting
     start = time.perf_counter()
     initial_raw = evals[problem.names].to_numpy(dtype=float)[:initial]
@@ -235,22 +239,28 @@ def fit_surrogates(problem: Problem, evals: pd.DataFrame, settings: Settings, rn
 
     fixed = replication_noise(evals) if settings.utility_noise == "replications" else None
 
+    coordinate = (levels.EpsilonCoordinate(problem, scaler, on_levels)
+                  if on_levels is not None and levels.searches_on_levels(problem, on_levels, scaler) else None)
+
     def fit(values, noiseless, start):
         own = None if noiseless else fixed
+        x_in = coordinate.inputs(x) if coordinate is not None and not noiseless else x
         if not full:
             try:
-                return fitter.fit(x, values, noiseless=noiseless, restarts=1, rng=rng, start=start,
+                return fitter.fit(x_in, values, noiseless=noiseless, restarts=1, rng=rng, start=start,
                                   tolerance=REFINEMENT_TOLERANCE, fixed_noise=own)
             except RuntimeError:   # the likelihood is not finite anywhere L-BFGS-B went from the warm start
                 log.warning("round %d: refining the %s GP from the previous round's hyperparameters found no finite "
                             "likelihood; fitting it with %d starts instead", round_index,
                             "privacy" if noiseless else "utility", settings.gp_restarts)
-        return fitter.fit(x, values, noiseless=noiseless, restarts=settings.gp_restarts, rng=rng, start=start,
+        return fitter.fit(x_in, values, noiseless=noiseless, restarts=settings.gp_restarts, rng=rng, start=start,
                           fixed_noise=own)
 
     privacy = fit(y[:, 0], True, previous and previous.privacy) if fit_privacy else None
     utility = fit(y[:, 1], False, previous and previous.utility)
-    return Surrogates(privacy, utility, scaler, time.perf_counter() - start)
+    if coordinate is not None:
+        utility = levels.OnLevels(utility, coordinate)
+    return Surrogates(privacy, utility, scaler, time.perf_counter() - start, coordinate)
 
 
 def replication_noise(evals: pd.DataFrame) -> np.ndarray | None:
@@ -317,6 +327,8 @@ def propose(problem: Problem, evals: pd.DataFrame, q: int, settings: Settings, r
         raise ValueError(f"privacy_model must be one of {PRIVACY_MODELS}, acquisition one of {ACQUISITIONS}")
     if settings.utility_cap not in UTILITY_CAPS:
         raise ValueError(f"utility_cap must be one of {UTILITY_CAPS}")
+    if settings.search not in levels.SEARCHES:
+        raise ValueError(f"search must be one of {levels.SEARCHES}, got {settings.search!r}")
     if settings.acquisition == "hvpoi" and not settings.paper:
         raise ValueError("acquisition hvpoi (the paper's) runs only with privacy_model gp, utility_noise learned and "
                          "utility_cap none; choose hvpoi-region, ehvi or ehvi-logit for the others")
@@ -327,7 +339,8 @@ def propose(problem: Problem, evals: pd.DataFrame, q: int, settings: Settings, r
     # Errors worse than the floor are all worth nothing in the region: capped, the GP spends no variance on them.
     cap = context.error_floor if context is not None and settings.utility_cap == "floor" else None
     surrogates = fit_surrogates(problem, evals, settings, rng, previous, round_index, initial,
-                                fit_privacy=privacy is None or privacy.needs_gp, error_cap=cap)
+                                fit_privacy=privacy is None or privacy.needs_gp, error_cap=cap,
+                                on_levels=privacy if settings.search == "levels" else None)
     if privacy is None:
         privacy = exact_privacy.GPMean(surrogates.privacy, surrogates.scaler)
         if settings.privacy_model == "exact":
@@ -460,6 +473,8 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
     open_trainings = resume.continuations(problem, evals) if resuming else None
     by_path = (settings.path_value and settings.acquisition == "hvpoi-region" and per_epoch is not None
                and is_traced(evals))
+    ratio = (surrogates.epsilon_coordinate.ranking_over_exact(evals[problem.names].to_numpy(float), evals["epsilon"].to_numpy(float))
+             if surrogates.epsilon_coordinate is not None else 1.0)
     rows = []
     for position in range(q):
         acquisition = region_acquisition(settings, front_x, front_y, cap, region)
@@ -484,7 +499,11 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
             gain = acquisition(exact_privacy.finite_log(epsilon), mean, np.sqrt(var))
             return gain / (new_cost(scaler.from_unit(np.atleast_2d(unit))) if cost is None else cost)
 
-        points = scaler.from_unit(scaler.lower + rng.random((settings.candidates, len(box))) * box)
+        unit_candidates = scaler.lower + rng.random((settings.candidates, len(box))) * box
+        if surrogates.epsilon_coordinate is not None:   # each on an epsilon level of the region (bo.levels)
+            unit_candidates = levels.placed_candidates(surrogates.epsilon_coordinate, unit_candidates,
+                                                       (region.epsilon_low, region.epsilon_high), ratio, rng)
+        points = scaler.from_unit(unit_candidates)
         costs, continues = new_cost(points), np.full(len(points), -1)
         if open_trainings is not None and len(open_trainings.points):
             points = np.vstack([points, open_trainings.points])
@@ -538,6 +557,7 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
     frame = pd.DataFrame(rows)
     frame["region_low"], frame["region_high"] = region.epsilon_low, region.epsilon_high
     frame["steers"] = "front"
+    frame["search"] = "levels" if surrogates.epsilon_coordinate is not None else "box"
     return with_timings(frame, privacy, surrogates, start)
 
 
