@@ -193,6 +193,18 @@ FRONT_BUGS = {   # issue HONEST: the front a user reads
 }
 BUGS.update(FRONT_BUGS)
 BUG_FILES.update({name: ["tests/test_fresh_front.py"] for name in FRONT_BUGS})
+LEVELS = "src/dptradeoff/bo/levels.py"
+LEVEL_BUGS = {   # issue LEAD: the search on epsilon levels
+    "lead: an unreachable level clipped to the noise range": [
+        (LEVELS, "        unit[reachable, self.column] = high[reachable]", "        unit[:, self.column] = high")],
+    "lead: the utility GP over the noise, not epsilon": [
+        (LEVELS, "        unit[:, self.column] = (self.log_epsilon(unit) - self.low) / (self.high - self.low)\n",
+         "")],
+    "lead: the level placed on the low side (spends more than it)": [
+        (LEVELS, "            above = at(middle) > log_levels", "            above = at(middle) > log_levels + 0.1")],
+}
+BUGS.update(LEVEL_BUGS)
+BUG_FILES.update({name: ["tests/test_levels.py"] for name in LEVEL_BUGS})
 
 
 def planted(tree: Path, changes: list[tuple[str, str, str]]) -> None:

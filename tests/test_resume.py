@@ -141,10 +141,12 @@ class _Unresumable(LinearDPSGD):
         super().__init__("sgd")
 
 
-@pytest.mark.parametrize("resuming", [False, True])
-def test_a_round_values_every_candidate_by_its_gain_per_epoch(resuming):
+@pytest.mark.parametrize("resuming, search", [(False, "box"), (True, "box"), (True, "levels")])
+def test_a_round_values_every_candidate_by_its_gain_per_epoch(resuming, search):
     """With resume, a round's proposal records what it continues (or that it is new) and what it costs; its
-    acquisition is the gain per epoch of cost, so no candidate worth more per epoch was passed over."""
+    acquisition is the gain per epoch of cost, so no candidate worth more per epoch was passed over. Searching on
+    epsilon levels (bo/levels.py), the traces' earlier epochs are points at smaller epsilon and trainings still
+    continue."""
     problem, data = _linear_problem()
     traces = TraceSettings()
     initial = pd.concat([_point(e).assign(noise=n, learning_rate=lr) for e, n, lr in
@@ -152,9 +154,10 @@ def test_a_round_values_every_candidate_by_its_gain_per_epoch(resuming):
                         ignore_index=True)
     evals = evaluate(problem, initial, data, 2, 3, "random", 0, 0, traces)
     settings = Settings(candidates=300, gp_restarts=1, privacy_model="exact", acquisition="hvpoi-region",
-                        resume=resuming, region=(0.1, 20.0))
+                        resume=resuming, path_value=search == "levels", region=(0.1, 20.0), search=search)
     points, _ = DPareto(settings).round(problem, evals, 1, 0, 0, 0, len(initial), None, context=Context(300, 0.5))
     row = points.iloc[0]
+    assert row["search"] == search
     if not resuming:
         assert "resumes" not in points
         return
