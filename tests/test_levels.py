@@ -50,8 +50,10 @@ def test_a_level_the_domain_cannot_reach_is_dropped_not_clipped():
                                          np.array([too_low[0], too_high[0], 0.5 * (too_low[0] + too_high[0])]))
     assert reachable.tolist() == [False, False, True]
     np.testing.assert_array_equal(placed[:2], unit[:2])   # unchanged, not moved to a bound of the noise
-    kept = levels.placed_candidates(coordinate, np.vstack([unit[:1]] * 200), (1e-6, 1e-5), 1.0, np.random.default_rng(1))
-    assert len(kept) == 0   # a region below everything the domain reaches: no candidate at all
+    box = np.random.default_rng(2).random((200, len(problem.names)))
+    kept = levels.placed_candidates(coordinate, box, (1e-6, 1e-5), 1.0, np.random.default_rng(1))
+    # a region below everything the domain reaches: no candidate on a level, a quarter of the box's own instead
+    np.testing.assert_array_equal(kept, box[:50])
 
 
 def test_the_utility_gp_learns_over_log_epsilon_where_the_box_has_the_noise():

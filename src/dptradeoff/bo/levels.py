@@ -130,8 +130,12 @@ class OnLevels:
 def placed_candidates(coordinate: EpsilonCoordinate, unit: np.ndarray, region: tuple[float, float], ratio: float,
                       rng: np.random.Generator) -> np.ndarray:
     """`unit` (uniform points of the box) put on levels drawn log-uniformly over the region's epsilons (tight: times
-    `ratio` for the ranking's), those that cannot reach theirs dropped."""
+    `ratio` for the ranking's), those that cannot reach theirs dropped. Where fewer than a quarter reach theirs (a
+    region mostly outside what the domain spends), the box's own points make up the quarter: a round always has
+    candidates, and the proposal file's `search` still says levels."""
     low, high = np.log(region)
     levels = low + rng.random(len(unit)) * (high - low) + np.log(ratio)
     placed, reachable = coordinate.place(unit, levels)
-    return placed[reachable]
+    placed = placed[reachable]
+    short = len(unit) // 4 - len(placed)
+    return np.vstack([placed, unit[~reachable][:short]]) if short > 0 else placed

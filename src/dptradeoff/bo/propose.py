@@ -473,7 +473,8 @@ def choose_with_known_privacy(problem: Problem, surrogates: Surrogates, privacy,
     open_trainings = resume.continuations(problem, evals) if resuming else None
     by_path = (settings.path_value and settings.acquisition == "hvpoi-region" and per_epoch is not None
                and is_traced(evals))
-    ratio = (surrogates.epsilon_coordinate.ranking_over_exact(evals[problem.names].to_numpy(float), evals["epsilon"].to_numpy(float))
+    ratio = (surrogates.epsilon_coordinate.ranking_over_exact(evals[problem.names].to_numpy(float),
+                                                              evals["epsilon"].to_numpy(float))
              if surrogates.epsilon_coordinate is not None else 1.0)
     rows = []
     for position in range(q):
