@@ -419,31 +419,8 @@ def main() -> None:
             continue
         best_known = best_known_region(name, problem, oracle_of, [p for p, _ in files.values()], metric_settings, floor,
                                        args.best_known_random)
-        region_top = metric_settings.region(floor).epsilon_high
-        fresh = {}
-        if not args.no_fresh:
-            for (method, seed), (path, budget) in files.items():
-                kept = within(read_frame(path), budget)
-                fresh[method, seed] = cached(f"{path.removesuffix('.parquet')}_fresh{FRESH}.parquet",
-                                             lambda: fresh_front(fresh_oracles(seed), kept, floor, region_top))
-            pooled = pd.concat([within(read_frame(p), b) for p, b in files.values()], ignore_index=True)
-            best_fresh = cached(f"front_quality/{name}_best_known_fresh{FRESH}_{len(files)}.parquet",
-                                lambda: fresh_front(fresh_oracles(0), pooled, floor, region_top))
-            region_metric = next(m for m in metric_settings.metrics(floor) if m.name == "region")
-            best_known_fresh = region_metric.value(best_fresh["epsilon"], best_fresh["error"])
-            # at equal wall-clock: every method of a seed cut at the least that any of them took for the budget
-            took = {key: float(row_seconds(within(read_frame(p), b)).sum()) for key, (p, b) in files.items()}
-            # (the untraced default only sets the budget: it is not one of the methods compared at equal wall-clock)
-            clock = {seed: min([t for (m, s), t in took.items() if s == seed and m != DEFAULT]
-                               or [took[DEFAULT, seed]]) for _, seed in files}
-            at_clock = {}
-            for (method, seed), (path, budget) in files.items():
-                kept = within_seconds(within(read_frame(path), budget), clock[seed])
-                front = cached(f"{path.removesuffix('.parquet')}_fresh{FRESH}_clock{clock[seed]:.0f}.parquet",
-                               lambda: fresh_front(fresh_oracles(seed), kept, floor, region_top))
-                at_clock[method, seed] = {"clock_seconds": clock[seed], "seconds_for_budget": took[method, seed],
-                                          "region_fresh_clock": region_metric.value(front["epsilon"], front["error"])
-                                          if len(front) else 0.0}
+        fresh, best_known_fresh, at_clock = ({}, np.nan, {}) if args.no_fresh else fresh_scores(
+            name, files, fresh_oracles, metric_settings, floor)
         targets = {}
         for (method, seed), (path, budget) in files.items():
             evals = read_frame(path)
@@ -455,8 +432,8 @@ def main() -> None:
             rows.append({"problem": name, "method": method, "seed": seed, "floor": floor, "budget": budget,
                          "best_known": best_known,
                          **summarise(evals, metric_settings, floor, budget, targets[seed], best_known,
-                                     fresh.get((method, seed)), best_known_fresh if fresh else np.nan),
-                         **(at_clock.get((method, seed), {}) if fresh else {})})
+                                     fresh.get((method, seed)), best_known_fresh),
+                         **at_clock.get((method, seed), {})})
     table = pd.DataFrame(rows)
     table.to_csv("front_quality/per_seed.csv", index=False)
     report(table, metric_settings)
@@ -466,6 +443,32 @@ def main() -> None:
             compact_report(table, metric)
     check_targets(table, metric_settings)
     last_line(table)
+
+
+def fresh_scores(name: str, files: dict, fresh_oracles, metric_settings: MetricSettings, floor: float):
+    """Every method's front within its budget retrained (`fresh_front`, cached beside its evaluations), the
+    region score of the pooled front retrained the same way, and each method's retrained front at equal
+    wall-clock: every method of a seed cut at the least that any of them took for the budget (the untraced
+    default only sets the budget: it is not one of the methods compared)."""
+    region_top = metric_settings.region(floor).epsilon_high
+    region = next(m for m in metric_settings.metrics(floor) if m.name == "region")
+    kept = {key: within(read_frame(path), budget) for key, (path, budget) in files.items()}
+    fresh = {(method, seed): cached(f"{files[method, seed][0].removesuffix('.parquet')}_fresh{FRESH}.parquet",
+                                    lambda: fresh_front(fresh_oracles(seed), rows, floor, region_top))
+             for (method, seed), rows in kept.items()}
+    pooled = pd.concat(kept.values(), ignore_index=True)
+    best = cached(f"front_quality/{name}_best_known_fresh{FRESH}_{len(files)}.parquet",
+                  lambda: fresh_front(fresh_oracles(0), pooled, floor, region_top))
+    took = {key: float(row_seconds(rows).sum()) for key, rows in kept.items()}
+    clock = {seed: min([t for (m, s), t in took.items() if s == seed and m != DEFAULT] or [took[DEFAULT, seed]])
+             for _, seed in files}
+    at_clock = {}
+    for (method, seed), rows in kept.items():
+        front = cached(f"{files[method, seed][0].removesuffix('.parquet')}_fresh{FRESH}_clock{clock[seed]:.0f}.parquet",
+                       lambda: fresh_front(fresh_oracles(seed), within_seconds(rows, clock[seed]), floor, region_top))
+        at_clock[method, seed] = {"clock_seconds": clock[seed], "seconds_for_budget": took[method, seed],
+                                  "region_fresh_clock": region.value(front["epsilon"], front["error"]) if len(front) else 0.0}
+    return fresh, region.value(best["epsilon"], best["error"]), at_clock
 
 
 def run_default(problem, oracle, initial, settings, seed, rounds, context) -> pd.DataFrame:
@@ -579,27 +582,24 @@ def report(table: pd.DataFrame, metric_settings: MetricSettings) -> None:
     pd.DataFrame(lines).to_csv("front_quality/paired.csv", index=False)
 
 
+def paired_ratio(rows: pd.DataFrame, anchor: str, metric: str, what: str, key: str) -> None:
+    """The reference against `anchor` on `metric` over their shared seeds: the paired difference, then key=ratio."""
+    ours = rows[rows["method"] == REFERENCE].set_index("seed")[metric]
+    theirs = rows[rows["method"] == anchor].set_index("seed")[metric]
+    seeds = ours.index.intersection(theirs.index)
+    mean, lo, hi, p = paired(ours[seeds].to_numpy(), theirs[seeds].to_numpy())
+    print(f"\nadult-logreg-sgd, {what}: {REFERENCE} − {anchor} {mean:+.4f} ({lo:+.4f}, {hi:+.4f}), p = {p:.3g}, "
+          f"{len(seeds)} seeds")
+    print(f"{key}={ours[seeds].mean() / theirs[seeds].mean():.4f}")
+
+
 def last_line(table: pd.DataFrame) -> None:
     adult = table[table["problem"] == "adult-logreg-sgd"]
-    anchor = "optuna-tpe+traces"
-    if "region_fresh" in table and {REFERENCE, anchor} <= set(adult["method"]):
-        ours = adult[adult["method"] == REFERENCE].set_index("seed")["region_fresh"]
-        tpe = adult[adult["method"] == anchor].set_index("seed")["region_fresh"]
-        seeds = ours.index.intersection(tpe.index)
-        mean, lo, hi, p = paired(ours[seeds].to_numpy(), tpe[seeds].to_numpy())
-        print(f"\nadult-logreg-sgd, region of fresh trainings at equal training cost: {REFERENCE} − {anchor} "
-              f"{mean:+.4f} ({lo:+.4f}, {hi:+.4f}), p = {p:.3g}, {len(seeds)} seeds")
-        print(f"region_fresh_over_tpe={ours[seeds].mean() / tpe[seeds].mean():.4f}")
-        return
-    if not {REFERENCE, DEFAULT} <= set(adult["method"]):
-        return
-    ours = adult[adult["method"] == REFERENCE].set_index("seed")["region"]
-    default = adult[adult["method"] == DEFAULT].set_index("seed")["region"]
-    seeds = ours.index.intersection(default.index)
-    mean, lo, hi, p = paired(ours[seeds].to_numpy(), default[seeds].to_numpy())
-    print(f"\nadult-logreg-sgd, region at equal training cost: DPareto with traces − default {mean:+.4f} "
-          f"({lo:+.4f}, {hi:+.4f}), p = {p:.3g}, {len(seeds)} seeds")
-    print(f"region_traced_over_default={ours[seeds].mean() / default[seeds].mean():.4f}")
+    if "region_fresh" in table and {REFERENCE, "optuna-tpe+traces"} <= set(adult["method"]):
+        paired_ratio(adult, "optuna-tpe+traces", "region_fresh", "region of fresh trainings at equal training cost",
+                     "region_fresh_over_tpe")
+    elif {REFERENCE, DEFAULT} <= set(adult["method"]):
+        paired_ratio(adult, DEFAULT, "region", "region at equal training cost", "region_traced_over_default")
 
 
 if __name__ == "__main__":

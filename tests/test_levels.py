@@ -23,6 +23,16 @@ def _coordinate(conversion: str = "dp_accounting"):
     return problem, levels.EpsilonCoordinate(problem, InputScaler(problem), table)
 
 
+def _evaluated(count: int, seed: int):
+    """Adult LogReg+SGD (RDP accounting), `count` sampled points with their epsilon and a smooth error."""
+    problem = PROBLEMS["adult-logreg-sgd"].with_conversion("dp_accounting")
+    table = DPSGDTable(problem, N_ADULT)
+    points = sample(problem, count, np.random.default_rng(seed))
+    points["epsilon"] = table.exact(points[problem.names].to_numpy(float))
+    points["error"] = np.clip(0.16 + 0.1 / (1 + points["epsilon"]), 0.01, 0.99)
+    return problem, table, points
+
+
 def test_a_placed_candidate_spends_its_level_by_the_oracles_accountant():
     """Placed on a level, a candidate's epsilon by dpsgd.epsilon itself (not the table that placed it) is the level
     within 5 % (median 0.3 %), whatever its other hyperparameters; the noise is the only coordinate moved."""
@@ -57,11 +67,7 @@ def test_a_level_the_domain_cannot_reach_is_dropped_not_clipped():
 
 
 def test_the_utility_gp_learns_over_log_epsilon_where_the_box_has_the_noise():
-    problem = PROBLEMS["adult-logreg-sgd"].with_conversion("dp_accounting")
-    table = DPSGDTable(problem, N_ADULT)
-    points = sample(problem, 24, np.random.default_rng(5))
-    points["epsilon"] = table.exact(points[problem.names].to_numpy(float))
-    points["error"] = np.clip(0.16 + 0.1 / (1 + points["epsilon"]), 0.01, 0.99)
+    problem, table, points = _evaluated(24, 5)
     settings = Settings(candidates=500, gp_restarts=1, privacy_model="exact", acquisition="hvpoi-region",
                         search="levels")
     surrogates = fit_surrogates(problem, points, settings, np.random.default_rng(0), on_levels=table)
@@ -70,18 +76,13 @@ def test_the_utility_gp_learns_over_log_epsilon_where_the_box_has_the_noise():
     seen = surrogates.utility.posterior.x[:, problem.names.index("noise")]
     expected = (np.log(table.ranking(points[problem.names].to_numpy(float))) - coordinate.low) / (coordinate.high - coordinate.low)
     np.testing.assert_allclose(seen, expected, rtol=1e-9)
-    # asked at a point of the box, the posterior reads its epsilon: two points of equal epsilon, one noise apart,
-    # are the same input
+    # asked at a point of the box, the posterior reads the point's epsilon, not its noise
     unit = coordinate.scaler.to_unit(points[problem.names].to_numpy(float))
     assert not np.allclose(coordinate.inputs(unit), unit)
 
 
 def test_a_levels_round_proposes_inside_the_region_and_says_it_searched_on_levels():
-    problem = PROBLEMS["adult-logreg-sgd"].with_conversion("dp_accounting")
-    table = DPSGDTable(problem, N_ADULT)
-    points = sample(problem, 16, np.random.default_rng(7))
-    points["epsilon"] = table.exact(points[problem.names].to_numpy(float))
-    points["error"] = np.clip(0.16 + 0.1 / (1 + points["epsilon"]), 0.01, 0.99)
+    problem, _, points = _evaluated(16, 7)
     context = Context(N_ADULT, 0.24)
     settings = Settings(candidates=400, gp_restarts=1, privacy_model="exact", acquisition="hvpoi-region",
                         search="levels", region=(0.1, 3.0))
