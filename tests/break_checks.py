@@ -206,6 +206,24 @@ LEVEL_BUGS = {   # issue LEAD: the search on epsilon levels
 BUGS.update(LEVEL_BUGS)
 BUG_FILES.update({name: ["tests/test_levels.py"] for name in LEVEL_BUGS})
 
+ACCOUNTING, WOR_GENERAL, RUN = ("src/dptradeoff/release/accounting.py", "src/dptradeoff/privacy/wor_general.py",
+                                "src/dptradeoff/release/run.py")
+SEARCH_EVENT = "return ComposedDpEvent([SampledWithoutReplacementDpEvent(self.private_rows, self.rows, search),"
+ROWS_BUGS = {   # issue ROWS: the release tuned privately
+    "rows: the search's trials not charged": [(ACCOUNTING, SEARCH_EVENT, "return ComposedDpEvent([")],
+    "rows: the final training not charged": [
+        (ACCOUNTING, "                                RandomChoiceDpEvent(tuple(self.event_of(point) for point in finals))])",
+         "                                ])")],
+    "rows: the subsample drawn from the config seed": [
+        (RUN, "chosen = np.sort(rng.choice(n, m, replace=False))",
+         "chosen = np.sort(derived_rng(settings.seed, 'subsample').choice(n, m, replace=False))")],
+    "rows: Thm 9 without its factor 2": [
+        (WOR_GENERAL, "terms.extend(math.log(2.0) + j * math.log(q)", "terms.extend(j * math.log(q)")],
+    "rows: Thm 9's sum stopped one order short": [(WOR_GENERAL, "j = np.arange(3, alpha + 1)", "j = np.arange(3, alpha)")],
+}
+BUGS.update(ROWS_BUGS)
+BUG_FILES.update({name: ["tests/test_private_tuning.py"] for name in ROWS_BUGS})
+
 
 def planted(tree: Path, changes: list[tuple[str, str, str]]) -> None:
     for file, before, after in changes:

@@ -173,7 +173,7 @@ def _add_release_problems(config: dict) -> None:
     """The release's tuning problem (`<problem>-tuning`, the problem on its tuning split) joins
     `problems:`, so every DPareto rule can characterise its front; and the release's names are checked."""
     from .problems import PROBLEMS
-    from .release.settings import PublicTuning, ReleaseSettings, derived_problem_entries
+    from .release.settings import PublicTuning, ReleaseSettings, SubsampledTuning, derived_problem_entries
 
     if "release" not in config:
         return
@@ -203,6 +203,10 @@ def _add_release_problems(config: dict) -> None:
         raise UserError(f"release.problem is {settings.problem}, whose dataset {released.dataset} has no label column, "
                         f"and its trainer learns and scores labels; give datasets.{released.dataset} a `label:`.")
     check_releasable(released)
+    if isinstance(settings.tuning, SubsampledTuning) and released.oracle.neighbouring != "replace-one":
+        raise UserError(f"release.tuning is private: subsampled, whose amplification (WBK19 Thm 9) is for replace-one "
+                        f"neighbours, but {settings.problem}'s oracle states {released.oracle.neighbouring!r}; use "
+                        f"release.tuning: {{private: prior}}.")
     if isinstance(settings.tuning, PublicTuning):
         released, public = (resolve(name, definition(config, name)).dataset
                             for name in (settings.problem, settings.tuning_problem))

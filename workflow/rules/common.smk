@@ -307,8 +307,19 @@ def release_settings(wildcards):
     return RELEASE_SETTINGS
 
 
+def release_tuning_definition(settings):
+    """The tuning problem's definition, None where the tuning is private (no tuning problem)."""
+    return None if settings.tuning_problem is None else problem_definition(settings.tuning_problem)
+
+
+def release_tuning_settings(settings):
+    return {} if settings.tuning_problem is None else problem_settings(settings.tuning_problem)
+
+
 def release_inputs(wildcards):
     settings = release_settings(wildcards)
     tuning = settings.tuning_problem
+    if tuning is None:   # a private tuning: the search runs on the private rows, no front is read
+        return {"data": problem_data(settings.problem)}
     return {"tuning": paths.RunFiles(tuning, paths.DPARETO, 0).evaluations,
             "data": sorted(set(problem_data(settings.problem) + problem_data(tuning)))}

@@ -1,6 +1,7 @@
 # From the front to a released model (docs/release.md): the release problem's candidates from its
 # tuning front (the DPareto chain of `<problem>-tuning` on the tuning split, or of release.tuning.public),
-# private selection on the private rows, and the released model's record, table and figure.
+# or from the domain's prior (release.tuning.private), private selection on the private rows, and the
+# released model's record, table and figure.
 rule release:
     input:
         unpack(release_inputs),
@@ -10,8 +11,8 @@ rule release:
     params:
         settings=release_settings,
         problem=lambda wildcards: problem_definition(wildcards.problem),
-        tuning=lambda wildcards: problem_definition(release_settings(wildcards).tuning_problem),
-        utility_floor=lambda wildcards: problem_settings(release_settings(wildcards).tuning_problem).get("utility_floor"),
+        tuning=lambda wildcards: release_tuning_definition(release_settings(wildcards)),
+        utility_floor=lambda wildcards: release_tuning_settings(release_settings(wildcards)).get("utility_floor"),
         conversion=ACCOUNTING,
         config_label=config_label(),
     threads: 1

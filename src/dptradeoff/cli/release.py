@@ -29,14 +29,17 @@ def release_command(args) -> None:
     settings = ReleaseSettings.from_config(config)
     conversion = accounting_name(config["privacy"])
     problem = resolve(settings.problem, definition(config, settings.problem), conversion)
-    tuning = resolve(settings.tuning_problem, definition(config, settings.tuning_problem), conversion)
     check_releasable(problem)
-    evaluations = paths.RunFiles(settings.tuning_problem, paths.DPARETO, 0).evaluations
-    if not os.path.exists(evaluations):
-        raise UserError(f"The tuning front {evaluations} does not exist; build it first with `snakemake --cores 2 "
-                        f"{evaluations}` and a --configfile whose release.problem is {settings.problem}.")
-    record = release(problem, tuning, read_frame(evaluations), settings, accountant_named(conversion),
-                     utility_floor=config["problems"].get(settings.tuning_problem, {}).get("utility_floor"))
+    if settings.tuning_problem is None:   # a private tuning: the search runs on the private rows, no front
+        tuning, frame, evaluations, floor = None, None, "none (private)", None
+    else:
+        tuning = resolve(settings.tuning_problem, definition(config, settings.tuning_problem), conversion)
+        evaluations = paths.RunFiles(settings.tuning_problem, paths.DPARETO, 0).evaluations
+        if not os.path.exists(evaluations):
+            raise UserError(f"The tuning front {evaluations} does not exist; build it first with `snakemake --cores 2 "
+                            f"{evaluations}` and a --configfile whose release.problem is {settings.problem}.")
+        frame, floor = read_frame(evaluations), config["problems"].get(settings.tuning_problem, {}).get("utility_floor")
+    record = release(problem, tuning, frame, settings, accountant_named(conversion), utility_floor=floor)
     folder = args.out or output_folder(settings.problem, settings.epsilon, settings.delta)
     label = f"dptradeoff release --problem {settings.problem} --epsilon {settings.epsilon:g} --delta {settings.delta:g}"
     files = {name: f"{folder}/{path.rsplit('/', 1)[1]}" for name, path in paths.ReleaseFiles(settings.problem).files().items()}

@@ -15,7 +15,7 @@ from .common import save
 
 def release_figure(record: dict, out: str, config: str) -> None:
     fig, ax = plt.subplots(figsize=(6.5, 4.6))
-    front = record["front"]
+    front = record["front"] or {"epsilon": [], "utility": [], "best_utility_at_total": math.nan}   # None: private tuning
     eps, util = np.asarray(front["epsilon"], dtype=float), np.asarray(front["utility"], dtype=float)
     if len(eps):
         ax.step(eps, util, where="post", color="0.4", lw=1.5,
@@ -39,7 +39,7 @@ def release_figure(record: dict, out: str, config: str) -> None:
     ax.set_ylabel(textwrap.fill(f"{record['utility']} (release: test rows; front: tuning held-out rows)", 44), fontsize=8)
     ax.legend(fontsize=6, loc="lower right", framealpha=0.85)
     caption = (f"Releasing {record['problem']} at total (ε, δ) = ({total:.3g}, {record['guarantee']['delta']:g}): "
-               f"the price of private tuning.")
+               + ("the price of private tuning." if record["front"] else "tuned privately on the private rows: no front."))
     save(fig, out, caption, [record["tuning"]["rows"] or "", record["private_rows"]], config)
     plt.close(fig)
 
@@ -57,19 +57,23 @@ def release_table(record: dict, config: str) -> tuple[pd.DataFrame, str]:
         ("one trial's epsilon", record["trial_epsilon"], "one trial's training and noisy score, at delta: NOT the guarantee"),
         ("selection", record["selection"]["describe"], ""),
         ("candidates", len(record["candidates"]),
-         "front points nearest the total epsilon (and their perturbations)" if record["candidates_beat_trivial_predictor"]
+         "settings drawn from the domain's prior before any data was read (those that reach eps0)" if record["front"] is None
+         else "front points nearest the total epsilon (and their perturbations)" if record["candidates_beat_trivial_predictor"]
          else "the whole front, nearest the total epsilon: no front point beat the trivial predictor (a short tuning study)"),
         ("score noise sd", record["score"]["noise_sd"],
          f"Gaussian, on the {record['utility']} over {record['score']['validation_rows']} validation rows (sensitivity 1/{record['score']['validation_rows'] - 1})"),
         ("released hyperparameters", hyper, "covered by the total (the selection's output)"),
         ("released training epsilon", released["training_epsilon"], "its training alone, at delta: NOT the guarantee"),
         (f"test {record['utility']}", record["test_utility"], f"measured once on {record['test_rows']} test rows: not covered by the total"),
-        ("front's best utility at epsilon <= total", record["front"]["best_utility_at_total"],
-         "tuning front (tuning rows' held-out part), its tuning not counted in its epsilon"),
-        ("front's best utility at epsilon <= eps0", record["front"]["best_utility_at_eps0"], "the same front at eps0"),
+        *([("front's best utility at epsilon <= total", record["front"]["best_utility_at_total"],
+            "tuning front (tuning rows' held-out part), its tuning not counted in its epsilon"),
+           ("front's best utility at epsilon <= eps0", record["front"]["best_utility_at_eps0"], "the same front at eps0")]
+          if record["front"] else []),
         ("randomness", g["randomness"], ""),
         ("tuning data", record["tuning"]["how"], record["tuning"]["rows"] or ""),
         ("private rows", record["private_rows"], "protected by the total"),
+        ("share of the training rows protected", record.get("rows_protected", math.nan),
+         "the private rows' share of the dataset's training rows (the rest are tuning rows, given up)"),
     ]
     table = pd.DataFrame(rows, columns=["quantity", "value", "what it is"])
     table["value"] = table["value"].map(_fmt)

@@ -10,7 +10,8 @@ analysed by the tightest analysis this package has for it:
 - otherwise RDP, converted by the accountant's conversion: a Gaussian (alpha / (2 z^2)), an
   `EpsilonDpEvent` (binary randomized response's, the tight RDP of any epsilon-DP mechanism,
   `pure.py`), a Laplace mechanism (Mironov 2017 Prop. 6, `pure.py`), a Gaussian on a lot sampled
-  without replacement (WBK19 Thm 27, `wor_gaussian`), a mechanism run `count` times (count x its
+  without replacement (WBK19 Thm 27, `wor_gaussian`), any other mechanism run on rows drawn without
+  replacement (WBK19 Thm 9, `wor_general`), a mechanism run `count` times (count x its
   RDP), several in sequence (the sum), repeat-and-select (Papernot & Steinke Thm 2), a random
   choice among mechanisms (the largest RDP: exp((alpha - 1) D_alpha) is jointly convex), and a
   Gaussian on a Poisson-sampled lot (dp_accounting's analysis, Mironov et al.
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import UserError
-from . import gaussian, objective_perturbation, output_perturbation, pure, svt, wor_gaussian, wor_pld
+from . import gaussian, objective_perturbation, output_perturbation, pure, svt, wor_gaussian, wor_general, wor_pld
 from .composition import advanced_composition
 from .conversions import IMPROVED, Conversion
 from .events import (ComposedDpEvent, EpsilonDpEvent, GaussianDpEvent, LaplaceDpEvent, ObjectivePerturbationDpEvent,
@@ -330,9 +331,12 @@ def _(event: LaplaceDpEvent, orders, accountant):
 
 @_rdp.register
 def _(event: SampledWithoutReplacementDpEvent, orders, accountant):
+    n, lot_size = event.source_dataset_size, event.sample_size
     if not isinstance(event.event, GaussianDpEvent):
-        raise _unsupported(event.event)   # Thm 27 is for a Gaussian on the sampled lot
-    n, lot_size, noise = event.source_dataset_size, event.sample_size, event.event.noise_multiplier
+        # any other mechanism run on the sample (e.g. a whole private search, docs/release.md): WBK19 Thm 9
+        _check_sampling(n, lot_size, 0.0)
+        return wor_general.rdp(lot_size / n, lambda inner: _rdp(event.event, inner, accountant), orders)
+    noise = event.event.noise_multiplier
     _check_sampling(n, lot_size, noise)
     curve = accountant.sampled_gaussian_step_rdp(lot_size / n, noise, orders)
     return np.where(np.isnan(curve), np.inf, curve)

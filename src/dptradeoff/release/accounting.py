@@ -33,7 +33,8 @@ import numpy as np
 from .. import UserError
 from ..privacy.accountant import Accountant
 from ..privacy.calibration import MAX_NOISE, calibrate_noise
-from ..privacy.events import ComposedDpEvent, GaussianDpEvent, RandomChoiceDpEvent, RepeatAndSelectDpEvent
+from ..privacy.events import (ComposedDpEvent, GaussianDpEvent, RandomChoiceDpEvent, RepeatAndSelectDpEvent,
+                              SampledWithoutReplacementDpEvent)
 
 LOWEST_EPS0_SHARE = 1e-3     # eps0 is searched in [this * total, total]
 EPS0_TOLERANCE = 1e-3        # relative width at which the bisection stops
@@ -45,7 +46,9 @@ class Candidate:
     front_epsilon: float     # the point's epsilon on the front (tuning rows), for the record
     front_utility: float
     training_epsilon: float  # the accountant's epsilon of its training on the private rows, at the plan's delta
-    origin: str              # "front" or "perturbed"
+    origin: str              # "front", "perturbed" or "prior"
+    final: dict | None = None          # a subsampled search's: the point carried to every private row
+    final_epsilon: float = math.nan    # and its training's epsilon there
 
 
 @dataclass(frozen=True)
@@ -70,14 +73,34 @@ def release_event(trial, eta: float, mean_trials: float):
     return RepeatAndSelectDpEvent(trial, mean_trials, eta)
 
 
+@dataclass(frozen=True)
+class Subsampled:
+    """A search run on `rows` of the `private_rows` drawn without replacement, then the chosen point trained on
+    every private row (Koskela & Kulkarni 2023): `carry(point, eps0)` is (the point carried to every private row,
+    its training (eps0, delta)-DP there, its epsilon) or None; `event_of(point)` its training's event there.
+    The release is the search amplified by the subsampling (WBK19 Thm 9, `privacy.wor_general`) composed with the
+    final training, whichever candidate it is (a random choice: the largest RDP at each order bounds every one)."""
+    rows: int
+    private_rows: int
+    carry: Callable[[dict, float], tuple[dict, float] | None]
+    event_of: Callable[[dict], object]
+
+    def event(self, search, finals: Sequence[dict]):
+        return ComposedDpEvent([SampledWithoutReplacementDpEvent(self.private_rows, self.rows, search),
+                                RandomChoiceDpEvent(tuple(self.event_of(point) for point in finals))])
+
+
 def plan(points: Sequence[dict], event_of: Callable[[dict], object], *, total: float, delta: float, eta: float,
          mean_trials: float, score_noise: float, validation_rows: int, accountant: Accountant,
          front_values: Sequence[tuple[float, float]] | None = None, origins: Sequence[str] | None = None,
-         calibrate: Callable[[dict, float], tuple[dict, float] | None] | None = None) -> Plan:
+         calibrate: Callable[[dict, float], tuple[dict, float] | None] | None = None,
+         subsampled: Subsampled | None = None) -> Plan:
     """The largest eps0 (to EPS0_TOLERANCE) at which the release of `points` (each recalibrated to
     eps0) is (total, delta)-DP; `event_of(point)` is a training's event on the private training rows.
     `calibrate(point, eps0)` is (the point whose training is (eps0, delta)-DP, its training epsilon) or
-    None (`trainers.calibrated`); by default the point's `noise` is recalibrated.
+    None (`trainers.calibrated`); by default the point's `noise` is recalibrated. With `subsampled`, the
+    trials run on a subsample (`event_of` and `validation_rows` are the subsample's), and each candidate's
+    final training on every private row is (eps0, delta)-DP too.
     A total too small for even one trial stops with the smallest total that works."""
     multiplier = score_noise * (validation_rows - 1)
 
@@ -92,12 +115,15 @@ def plan(points: Sequence[dict], event_of: Callable[[dict], object], *, total: f
         chosen = []
         for point, (f_eps, f_util), origin in zip(points, front_values, origins):
             found = (calibrate or noise_calibration)(point, eps0)
-            if found is not None:
-                chosen.append(Candidate(found[0], f_eps, f_util, found[1], origin))
+            final = subsampled.carry(found[0], eps0) if found is not None and subsampled else (None, math.nan)
+            if found is not None and final is not None:
+                chosen.append(Candidate(found[0], f_eps, f_util, found[1], origin, *final))
         if not chosen:
             return None
         trial = trial_event([event_of(c.point) for c in chosen], multiplier)
         event = release_event(trial, eta, mean_trials)
+        if subsampled:
+            event = subsampled.event(event, [c.final for c in chosen])
         return Plan(eps0, tuple(chosen), multiplier, trial, event, accountant.epsilon(event, delta), delta,
                     accountant.epsilon(trial, delta))
 

@@ -1,5 +1,6 @@
 """The release's candidates: the training settings of the front's points (the tuning study's), and
-optionally jittered copies of them. Only the tuning rows (given up, or public) and seeds decide them."""
+optionally jittered copies of them, or, where the tuning is private, settings drawn from the domain's prior.
+Only the tuning rows (given up, or public) and seeds decide them."""
 from __future__ import annotations
 
 import math
@@ -44,6 +45,14 @@ def choose(front: pd.DataFrame, problem: Problem, total_epsilon: float, settings
             values.append((float(row["epsilon"]), float(row["utility"])))
             origins.append("front" if copy == 0 else "perturbed")
     return points, values, origins
+
+
+def prior_points(problem: Problem, count: int, rng: np.random.Generator) -> list[dict]:
+    """`count` settings drawn from the domain's prior (the random-sampling distributions, paper 001 Tables
+    3-4, or uniform / log-uniform over the domain) by a seeded generator: chosen before any data is read."""
+    from ..baselines.random_search import sample
+
+    return [problem.check(row) for row in sample(problem, count, rng).to_dict("records")]
 
 
 def perturbed(point: dict, problem: Problem, scale: float, rng: np.random.Generator) -> dict:

@@ -33,13 +33,37 @@ from ..problems.rows import RowSplit
 from ..seeds import rng as derived_rng
 from . import accounting, candidates as candidate_points
 from .selection import random_stopping
-from .settings import ReleaseSettings, SplitTuning
+from .settings import ReleaseSettings, SplitTuning, SubsampledTuning
 from .trainers import calibrated, check_releasable, oracle_target, training_event, weights
 
 log = logging.getLogger(__name__)
 
-NOT_COVERED = ("not covered by the total: the test utility (measured on the test rows) and everything about the "
-               "tuning rows; the bound assumes the number of trials K stays hidden: {where}")
+NOT_COVERED = {
+    False: ("not covered by the total: the test utility (measured on the test rows) and everything about the "
+            "tuning rows; the bound assumes the number of trials K stays hidden: {where}"),
+    True: ("not covered by the total: the test utility (measured on the test rows); the bound assumes the number of "
+           "trials K stays hidden: {where}"),
+}
+COVERS = {
+    False: "every trial's training on the private training rows, every trial's noisy score on the private validation "
+           "rows, and the selection of the best trial (the released model and its hyperparameters)",
+    True: "the search (every trial's training and noisy score on a secret subsample of the private rows, and the "
+          "selection of the best trial's hyperparameters) and the released model's training on every private row",
+}
+NEIGHBOURS = {
+    False: "per part: neighbouring private datasets differ in one row of the training rows or one row of the validation "
+           "rows (the split, by position and seed, and the row counts are treated as public)",
+    True: "neighbouring private datasets differ in one row, replaced in its place (the row counts are treated as public; "
+          "the subsample's rows are secret, its split into training and validation by position and seed)",
+}
+ACCOUNTING = {
+    False: "RDP: trial = random choice among the candidates (largest RDP at each order) of training + Gaussian score; "
+           "RepeatAndSelectDpEvent (Papernot & Steinke 2022, Thm 2); ",
+    True: "RDP: trial = random choice among the candidates (largest RDP at each order) of training + Gaussian score on "
+          "the subsample; RepeatAndSelectDpEvent (Papernot & Steinke 2022, Thm 2) on it, amplified by the subsampling "
+          "without replacement (WBK19 Thm 9); composed with the final training (the largest RDP of the candidates' at "
+          "each order); ",
+}
 KEEPING_K = {
     "config-seed": "this experiment keeps K, the run time (which reveals K) and a non-private reference apart, in "
                    "diagnostics.json: keep that file private",
@@ -62,6 +86,7 @@ class PrivateData:
     validation: Data    # x_test/y_test: the rows every trial's DP score is measured on
     test: Data          # x_test/y_test: the dataset's test rows (the released model's single test)
     description: str
+    rows: Data | None = None   # x_train/y_train: every private row (a subsampled search's final training)
 
 
 def private_data(problem: Problem, settings: ReleaseSettings, data_dir: str = paths.DATA_DIR) -> PrivateData:
@@ -84,21 +109,34 @@ def private_data(problem: Problem, settings: ReleaseSettings, data_dir: str = pa
     labels = data.y_train is not None   # a dataset of features only (a statistic's release) has none
     training = replace(data, x_train=data.x_train[train], y_train=data.y_train[train] if labels else None)
     validation = replace(data, x_test=data.x_train[val], y_test=data.y_train[val] if labels else None)
-    return PrivateData(training, validation, data,
-                       f"{data.source_label}; private rows: {len(train)} training + {n_val} validation; "
-                       f"test rows: {len(data.x_test)}")
+    if isinstance(settings.tuning, SubsampledTuning):
+        m = int(round(settings.tuning.subsample * n))
+        m_val = int(round(settings.validation * m))
+        rows = (f"private rows: {n}, the search on a secret random {m - m_val} training + {m_val} validation of them, "
+                f"the released model trained on all {n}")
+    else:
+        rows = f"private rows: {len(train)} training + {n_val} validation"
+    return PrivateData(training, validation, data, f"{data.source_label}; {rows}; test rows: {len(data.x_test)}", data)
 
 
-def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.DataFrame, settings: ReleaseSettings,
-            accountant: Accountant, data_dir: str = paths.DATA_DIR, utility_floor: float | None = None) -> dict:
-    """Run the release; returns its record (what `write` saves), with the model under `model`."""
-    check_releasable(problem)
+@dataclass
+class Candidates:
+    """Where the candidates come from: their points, (front epsilon, front utility) and origin each, the
+    front they were chosen from (None where the tuning is private), and the record's `tuning` entry."""
+    points: list
+    values: list
+    origins: list
+    front: pd.DataFrame | None
+    beat_trivial: bool
+    tuning: dict
+
+
+def front_candidates(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.DataFrame,
+                     settings: ReleaseSettings, data_dir: str, utility_floor: float | None) -> Candidates:
+    """The tuning front's points nearest the total (a split or public tuning)."""
     if set(tuning_problem.names) != set(problem.names):
         raise UserError(f"The tuning problem {tuning_problem.name} has parameters {tuning_problem.names}, but "
                         f"{problem.name} has {problem.names}; tune on a problem with the same parameters.")
-    start = time.perf_counter()   # recorded only in an experiment's diagnostics (K shows in it)
-    oracle = oracle_target(problem)
-    private = private_data(problem, settings, data_dir)
     tuning_data = load_data(tuning_problem, data_dir)
     floor = tuning_problem.error_floor(tuning_data, utility_floor)
     front, beat_trivial = candidate_points.front_points(tuning_evaluations, tuning_problem, floor)
@@ -107,13 +145,87 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
                     "run a longer tuning study for better ones", tuning_problem.name, floor)
     points, values, origins = candidate_points.choose(front, problem, settings.epsilon, settings.candidates,
                                                       derived_rng(settings.seed, "release-candidates", problem.name))
-    n_train, n_val = private.training.n_train, len(private.validation.x_test)
-    plan = accounting.plan(points, lambda p: training_event(problem, p, n_train), total=settings.epsilon,
+    return Candidates(points, values, origins, front, beat_trivial,
+                      {"problem": tuning_problem.name, "how": settings.tuning.describe(),
+                       "rows": tuning_data.source_label if tuning_data else None})
+
+
+def prior_candidates(problem: Problem, settings: ReleaseSettings) -> Candidates:
+    """Settings drawn from the domain's prior by the config's seed (a private tuning: no front)."""
+    count = settings.tuning.candidates
+    points = candidate_points.prior_points(problem, count, derived_rng(settings.seed, "release-prior", problem.name))
+    return Candidates(points, [(math.nan, math.nan)] * count, ["prior"] * count, None, True,
+                      {"problem": None, "how": settings.tuning.describe(), "rows": "none"})
+
+
+@dataclass
+class Search:
+    """The rows the trials train and score on, the plan's extra accounting for a subsampled search, and
+    the rows the chosen setting is trained on again (None: the best trial's model is released)."""
+    training: Data
+    validation: Data
+    subsampled: accounting.Subsampled | None = None
+    final: Data | None = None
+
+
+def search_rows(problem: Problem, private: PrivateData, settings: ReleaseSettings, accountant: Accountant,
+                rng: np.random.Generator) -> Search:
+    """The trials' rows: the private training and validation rows; under a subsampled tuning, a secret
+    subsample of every private row drawn by `rng` (the selection's generator), split as the private rows are."""
+    if not isinstance(settings.tuning, SubsampledTuning):
+        return Search(private.training, private.validation)
+    rows = private.rows
+    n = rows.n_train
+    m = int(round(settings.tuning.subsample * n))
+    m_val = int(round(settings.validation * m))
+    if not (2 <= m_val <= m - 1 and m < n):
+        raise UserError(f"release.tuning.subsample = {settings.tuning.subsample:g} of {n} private rows leaves no "
+                        f"training or no validation row for the search, or no subsampling; choose a share between "
+                        f"{3 / (settings.validation * n):.3g} and {1 - 1 / n:.3g}.")
+    chosen = np.sort(rng.choice(n, m, replace=False))   # secret: the amplification needs it
+    order = derived_rng(settings.seed, "release-subsample-validation", settings.problem).permutation(m)
+    val, train = chosen[np.sort(order[:m_val])], chosen[np.sort(order[m_val:])]
+    labels = rows.y_train is not None
+    training = replace(rows, x_train=rows.x_train[train], y_train=rows.y_train[train] if labels else None)
+    validation = replace(rows, x_test=rows.x_train[val], y_test=rows.y_train[val] if labels else None)
+    m_train = m - m_val
+
+    def carry(point: dict, eps0: float):
+        return calibrated(problem, accountant, carried(point, m_train, n), n=n, epsilon=eps0, delta=settings.delta)
+
+    return Search(training, validation, accounting.Subsampled(m, n, carry, lambda p: training_event(problem, p, n)),
+                  rows)
+
+
+def carried(point: dict, rows_from: int, rows_to: int) -> dict:
+    """A setting found on `rows_from` training rows, for `rows_to`: the lot grows with the rows (the same share of
+    them per step, so the same steps an epoch); everything else, the noise included (recalibrated), is kept."""
+    if "lot_size" not in point:
+        return dict(point)
+    return {**point, "lot_size": int(min(rows_to, max(1, round(point["lot_size"] * rows_to / rows_from))))}
+
+
+def release(problem: Problem, tuning_problem: Problem | None, tuning_evaluations: pd.DataFrame | None,
+            settings: ReleaseSettings, accountant: Accountant, data_dir: str = paths.DATA_DIR,
+            utility_floor: float | None = None) -> dict:
+    """Run the release; returns its record (what `write` saves), with the model under `model`. Under a
+    private tuning (`tuning_problem` None) the candidates come from the domain's prior."""
+    check_releasable(problem)
+    start = time.perf_counter()   # recorded only in an experiment's diagnostics (K shows in it)
+    oracle = oracle_target(problem)
+    private = private_data(problem, settings, data_dir)
+    source = (prior_candidates(problem, settings) if tuning_problem is None else
+              front_candidates(problem, tuning_problem, tuning_evaluations, settings, data_dir, utility_floor))
+    selection_rng = _selection_rng(settings, "release-selection", problem.name)
+    search = search_rows(problem, private, settings, accountant, selection_rng)
+    n_train, n_val = search.training.n_train, len(search.validation.x_test)
+    plan = accounting.plan(source.points, lambda p: training_event(problem, p, n_train), total=settings.epsilon,
                            delta=settings.delta, eta=settings.selection.eta, mean_trials=settings.selection.mean_trials,
                            score_noise=settings.score_noise, validation_rows=n_val, accountant=accountant,
-                           front_values=values, origins=origins,
+                           front_values=source.values, origins=source.origins,
                            calibrate=lambda p, eps0: calibrated(problem, accountant, p, n=n_train, epsilon=eps0,
-                                                                delta=settings.delta))
+                                                                delta=settings.delta),
+                           subsampled=search.subsampled)
     log.info("%s: eps0 = %.4g for %d candidates; total epsilon %.4g at delta %g", problem.name, plan.eps0,
              len(plan.candidates), plan.total_epsilon, settings.delta)
     if plan.total_epsilon > settings.epsilon:   # the plan's own check, once more where it matters
@@ -123,8 +235,8 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
 
     def trial(rng):
         chosen = plan.candidates[int(rng.integers(len(plan.candidates)))]
-        model = oracle.train(chosen.point, private.training, rng)
-        score = float(oracle.score(model, private.validation))
+        model = oracle.train(chosen.point, search.training, rng)
+        score = float(oracle.score(model, search.validation))
         if not 0 <= score <= 1:
             raise UserError(f"The score() of {problem.name}'s oracle returned {score}; it must be its utility "
                             f"({problem.utility}) in [0, 1], a mean over the validation rows (its sensitivity, "
@@ -132,64 +244,71 @@ def release(problem: Problem, tuning_problem: Problem, tuning_evaluations: pd.Da
         return float(score_grid.release(np.array([score]), rng)[0]), (chosen, model)
 
     with _quiet_trials(settings):
-        selected = random_stopping(trial, settings.selection.eta, settings.selection.mean_trials,
-                                   _selection_rng(settings, "release-selection", problem.name))
-    chosen, model = selected.output
+        selected = random_stopping(trial, settings.selection.eta, settings.selection.mean_trials, selection_rng)
+        chosen, model = selected.output
+        hyperparameters, training_epsilon = chosen.point, chosen.training_epsilon
+        if search.final is not None:   # the chosen setting, trained once more on every private row
+            hyperparameters, training_epsilon = chosen.final, chosen.final_epsilon
+            model = oracle.train(hyperparameters, search.final, selection_rng)
     test_utility = float(oracle.score(model, private.test))
-    front_eps, front_util = front["epsilon"].to_numpy(), front["utility"].to_numpy()
     record = {
         "problem": problem.name,
-        "tuning": {"problem": tuning_problem.name, "how": settings.tuning.describe(),
-                   "rows": tuning_data.source_label if tuning_data else None},
+        "tuning": source.tuning,
         "private_rows": private.description,
+        "rows_protected": 1.0 if settings.tuning.protects_every_row else 1 - settings.tuning.fraction,
         "guarantee": {"epsilon": plan.total_epsilon, "delta": settings.delta, "target_epsilon": settings.epsilon,
-                      "covers": "every trial's training on the private training rows, every trial's noisy score "
-                                "on the private validation rows, and the selection of the best trial (the released "
-                                "model and its hyperparameters)",
-                      "neighbouring": f"{oracle_neighbouring(problem)}, per part: neighbouring private datasets differ "
-                                      f"in one row of the training rows or one row of the validation rows (the split, by "
-                                      f"position and seed, and the row counts are treated as public)",
+                      "covers": COVERS[search.final is not None],
+                      "neighbouring": f"{oracle_neighbouring(problem)}, " + NEIGHBOURS[search.final is not None],
                       "randomness": RANDOMNESS[settings.randomness] + (
                           "" if seedable(problem) else "; the oracle's training noise excepted: it comes from the "
                           "oracle's own generator (seedable = False), which no seed here reaches"),
-                      "accounting": "RDP: trial = random choice among the candidates (largest RDP at each order) of "
-                                    "training + Gaussian score; RepeatAndSelectDpEvent (Papernot & Steinke 2022, Thm 2); "
-                                    f"converted by {accountant.conversion.name}; each training's steps by "
-                                    f"{accountant.description}",
-                      "not_covered": NOT_COVERED.format(where=KEEPING_K[settings.randomness])},
+                      "accounting": ACCOUNTING[search.final is not None] + (
+                          f"converted by {accountant.conversion.name}; each training's steps by {accountant.description}"),
+                      "not_covered": NOT_COVERED[settings.tuning.protects_every_row].format(
+                          where=KEEPING_K[settings.randomness])},
         "selection": {"method": "random-stopping", "eta": settings.selection.eta,
                       "mean_trials": settings.selection.mean_trials, "describe": settings.selection.describe()},
         "eps0": plan.eps0,
         "trial_epsilon": plan.trial_epsilon,
+        "search": {"training_rows": n_train, "validation_rows": n_val,
+                   "subsample_rows": search.subsampled.rows if search.subsampled else None,
+                   "private_rows": private.rows.n_train},
         "score": {"noise_sd": settings.score_noise, "validation_rows": n_val,
                   "noise_multiplier": plan.score_noise_multiplier, "sensitivity": 1 / (n_val - 1)},
-        "released": {"hyperparameters": chosen.point, "training_epsilon": chosen.training_epsilon,
+        "released": {"hyperparameters": hyperparameters, "training_epsilon": training_epsilon,
                      "origin": chosen.origin, "front_epsilon": chosen.front_epsilon,
                      "front_utility": chosen.front_utility, "noisy_validation_score": selected.score},
         "utility": problem.utility,
         "test_utility": test_utility,
         "test_rows": len(private.test.x_test),
-
-        "front": {"epsilon": front_eps.tolist(), "utility": front_util.tolist(),
-                  "best_utility_at_total": _best_at(front_eps, front_util, plan.total_epsilon),
-                  "best_utility_at_eps0": _best_at(front_eps, front_util, plan.eps0)},
+        "front": _front_record(source.front, plan),
         "candidates": [asdict(c) for c in plan.candidates],
-        "candidates_beat_trivial_predictor": beat_trivial,
+        "candidates_beat_trivial_predictor": source.beat_trivial,
         "package_version": __version__,
         "model": model,
         "diagnostics": None,
     }
     if settings.keeps_diagnostics:
-        reference = reference_without_private_tuning(points, problem, private, settings, accountant,
+        seconds = time.perf_counter() - start
+        reference = reference_without_private_tuning(source.points, problem, private, settings, accountant,
                                                      _selection_rng(settings, "release-reference", problem.name))
         record["diagnostics"] = {
             "keep_private": "NOT covered by the release's guarantee: publishing any of these is not covered (K, and "
                             "the run time that reveals it, must stay hidden); an experiment's (seeded randomness), "
                             "never written under release.randomness: os",
-            "trials_run": selected.trials, "seconds": time.perf_counter() - start,
+            "trials_run": selected.trials, "seconds": seconds,
             "reference_without_private_tuning": reference}
-    log.info("%s: released %s; test %s %.4f", problem.name, chosen.point, problem.utility, test_utility)
+    log.info("%s: released %s; test %s %.4f", problem.name, hyperparameters, problem.utility, test_utility)
     return record
+
+
+def _front_record(front: pd.DataFrame | None, plan: accounting.Plan) -> dict | None:
+    if front is None:
+        return None
+    eps, utility = front["epsilon"].to_numpy(), front["utility"].to_numpy()
+    return {"epsilon": eps.tolist(), "utility": utility.tolist(),
+            "best_utility_at_total": _best_at(eps, utility, plan.total_epsilon),
+            "best_utility_at_eps0": _best_at(eps, utility, plan.eps0)}
 
 
 def reference_without_private_tuning(points, problem: Problem, private: PrivateData, settings: ReleaseSettings,

@@ -16,6 +16,7 @@ class SplitTuning:
     """The front is characterised on `fraction` of the training rows, which are then given up."""
     fraction: float
     holdout: float
+    protects_every_row = False
 
     def tuning_problem(self, problem: str) -> str:
         return problem + TUNING_SUFFIX
@@ -29,12 +30,50 @@ class SplitTuning:
 class PublicTuning:
     """The front is that of another problem, trained on data the user declares public."""
     problem: str
+    protects_every_row = True
 
     def tuning_problem(self, problem: str) -> str:
         return self.problem
 
     def describe(self) -> str:
         return f"the front of {self.problem}, whose data the config declares public (not protected, not counted)"
+
+
+@dataclass(frozen=True)
+class PriorTuning:
+    """No tuning rows: the selection runs on the private rows over `candidates` settings drawn from the
+    domain's prior (the random-sampling distributions), before any data is read (Papernot & Steinke 2022)."""
+    candidates: int
+    protects_every_row = True
+
+    def tuning_problem(self, problem: str) -> None:
+        return None
+
+    def describe(self) -> str:
+        return (f"none: the search runs on the private rows, over {self.candidates} settings drawn from the domain's "
+                f"prior before any data is read, and its privacy cost is inside the total")
+
+
+@dataclass(frozen=True)
+class SubsampledTuning:
+    """No tuning rows: the selection runs on a secret random `subsample` of the private rows, over
+    settings drawn from the prior, and the chosen setting is trained once more on every private row
+    (Koskela & Kulkarni 2023); both are inside the total."""
+    candidates: int
+    subsample: float
+    protects_every_row = True
+
+    def tuning_problem(self, problem: str) -> None:
+        return None
+
+    def describe(self) -> str:
+        return (f"none: the search runs on a secret random {self.subsample:g} of the private rows, over {self.candidates} "
+                f"settings drawn from the domain's prior before any data is read; the chosen setting is then trained on "
+                f"every private row; the search and that training are inside the total")
+
+
+PRIVATE_TUNING = {"prior": PriorTuning, "subsampled": SubsampledTuning}
+PRIVATE_DEFAULTS = {"method": "subsampled", "candidates": 32, "subsample": 0.1}
 
 
 @dataclass(frozen=True)
@@ -58,7 +97,7 @@ class CandidateSettings:
 @dataclass(frozen=True)
 class ReleaseSettings:
     problem: str
-    tuning: SplitTuning | PublicTuning
+    tuning: SplitTuning | PublicTuning | PriorTuning | SubsampledTuning
     validation: float        # share of the private rows the DP score is measured on
     epsilon: float           # the total: every trial's training and score, and the selection
     delta: float
@@ -69,7 +108,8 @@ class ReleaseSettings:
     randomness: str = "config-seed"   # or "os": every draw of the selection and its trainings from AES-CTR keyed by the OS
 
     @property
-    def tuning_problem(self) -> str:
+    def tuning_problem(self) -> str | None:
+        """The problem whose front the candidates come from; None where the tuning is private."""
         return self.tuning.tuning_problem(self.problem)
 
     @property
@@ -83,8 +123,12 @@ class ReleaseSettings:
         """Settings of `config['release']`, with `overrides` (problem, epsilon, delta) from the command line."""
         release = {**config["release"], **{k: v for k, v in overrides.items() if v is not None}}
         tuning = release["tuning"]
+        if tuning == "private":
+            tuning = {"private": PRIVATE_DEFAULTS["method"]}
         if "split" in tuning:
             tuning = SplitTuning(float(tuning["split"]), float(tuning.get("holdout", 0.2)))
+        elif "private" in tuning:
+            tuning = private_tuning(tuning)
         else:
             tuning = PublicTuning(str(tuning["public"]))
         selection = release["selection"]
@@ -100,6 +144,20 @@ class ReleaseSettings:
     def split_seed(self) -> int:
         """The seed of the tuning/private split: the config seed and the problem, nothing of the data."""
         return derive_seed(self.seed, "release-split", self.problem)
+
+
+def private_tuning(tuning: dict) -> PriorTuning | SubsampledTuning:
+    """`release.tuning: {private: prior | subsampled, candidates: N, subsample: s}`, defaults filled in."""
+    method = tuning["private"]
+    if method not in PRIVATE_TUNING:
+        raise UserError(f"release.tuning.private is {method!r}; choose one of {', '.join(PRIVATE_TUNING)}.")
+    candidates = int(tuning.get("candidates", PRIVATE_DEFAULTS["candidates"]))
+    if method == "prior":
+        if "subsample" in tuning:
+            raise UserError("release.tuning.subsample is set, but the private tuning is prior, which uses every private "
+                            "row; drop subsample, or set private: subsampled.")
+        return PriorTuning(candidates)
+    return SubsampledTuning(candidates, float(tuning.get("subsample", PRIVATE_DEFAULTS["subsample"])))
 
 
 def derived_problem_entries(config: dict) -> dict:
