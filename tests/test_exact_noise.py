@@ -1,11 +1,18 @@
 """The release's exact samplers on a grid (src/dptradeoff/exact_noise.py): each output's probability, by
-enumerating every sequence of random bits one draw can read; each cell's trial and boundaries; the written-out
-fast path draw for draw against the general one; the tail; no cap in the tail; and the grid's argument, by the
-exact privacy of the released integers against the accountant's closed form."""
+enumerating every sequence of random bits one draw can read; each cell's trial and boundaries, a uniform tied
+with a boundary past its table, and the boundaries as compiled (and cached); the written-out fast path draw for
+draw against the general one; the Generators taken; the tail; no cap in the tail; and the grid's argument, by
+the exact privacy of the released integers against the accountant's closed form."""
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
+import mpmath
 import numpy as np
 import pytest
 from scipy import stats
@@ -105,6 +112,165 @@ def test_the_fast_path_reads_the_same_digits_for_the_same_draws():
     digits[1000:1400:4] = first[-1] + rng.integers(1, 2**20, 100).astype(np.uint64)   # the tail
     draws, differ, read = exact_noise._fast_against_general(digits, 600_000, 27)
     assert differ == 0 and draws == 600_000 and read > 1_300_000
+
+
+def _expansion(row: int, digits: int, width: int = 53) -> list[int]:
+    """The first `digits` w-bit digits of C_row = erf(row / 16 / sqrt 2), from mpmath at 600 bits more than
+    they hold (and no nearer than 2^-300 to a digit boundary, where it could round the wrong way)."""
+    bits = digits * width
+    with mpmath.workprec(bits + 600):
+        scaled = mpmath.erf(mpmath.mpf(row) / 16 / mpmath.sqrt(2)) * mpmath.mpf(2) ** bits
+        floor = int(mpmath.floor(scaled))
+        assert min(scaled - floor, floor + 1 - scaled) > mpmath.mpf(2) ** -300
+    return [(floor >> (width * (digits - 1 - i))) & ((1 << width) - 1) for i in range(digits)]
+
+
+def test_a_uniform_tied_with_a_boundary_past_its_table_reads_the_boundarys_further_digits():
+    # U equal to C_r on 6 digits of 53 bits (318 bits; the table holds 256, read as 4 whole digits, 212 bits), then
+    # one above or below C_r's 7th: the cell is r or r - 1, from the boundary's digits computed past the table,
+    # which are mpmath's at far higher precision. A whole attempt goes on from there (the cell's die at its top
+    # face: v kept; the sign 1; v's first digit 0): K = -r or -(r - 1) at c = 4. Every row, so also every row's
+    # tabulated digits as the compiled bisection reads them.
+    cells = exact_noise._NORMAL_CELLS
+    for row in range(1, cells + 1):
+        digits = _expansion(row, 8)
+        assert [exact_noise._boundary_digit(row, k, 53) for k in range(4)] == digits[:4]
+        assert [exact_noise._further_boundary_digit(row, k, 53) for k in range(4, 8)] == digits[4:]
+        assert 0 < digits[6] < 2**53 - 1
+        for step, cell in ((1, row), (-1, row - 1)):
+            u = np.array(digits[:6] + [digits[6] + step], np.uint64)
+            state, slots, counts = exact_noise.scratch()
+            cell_of_u = exact_noise._cell(u, state, 53, slots, counts)
+            assert (cell_of_u, state[2], state[0]) == (cell, 0, 7), (row, step)
+            if cell < cells:
+                drawn = np.array([*u, 2**53 - 1, 0], np.uint64)
+                assert exact_noise.attempt_from_digits(drawn, 4, False, 53) == (exact_noise.ACCEPTED, -cell), row
+
+
+def test_the_fast_path_goes_on_past_a_boundarys_table_as_the_general_one():
+    # the production path from a Generator's digits: a first draw tied with C_r past the table (as above), then
+    # random draws; `_fast_normal` (resumed) and `_normal_attempt` give the same values from the same digits
+    rng = np.random.default_rng(12)
+    for row in range(1, exact_noise._NORMAL_CELLS + 1):
+        digits = _expansion(row, 7)
+        for step in (1, -1):
+            stream = np.concatenate([np.array(digits[:6] + [digits[6] + step], np.uint64),
+                                     (rng.random(2000) * 2.0**53).astype(np.uint64)])
+            draws, differ, read = exact_noise._fast_against_general(stream, 30, 27)
+            assert (draws, differ) == (30, 0) and read > 7 + 30, (row, step, draws, differ)
+
+
+def test_the_compiled_code_reads_exact_cells_boundaries():
+    # the boundaries are constants compiled into the jitted code (and kept in numba's on-disk cache): read back
+    # from it, digit by digit at several widths and as the tables the fast path reads, they are exact_cells'
+    from dptradeoff import exact_cells
+
+    rows = [int(row, 16) for row in exact_cells._NORMAL_HEX]
+    for width in (1, 7, 53):
+        for row, value in enumerate(rows):
+            compiled = [exact_noise._boundary_digit(row, k, width) for k in range(256 // width + 1)]
+            assert compiled == [(value >> (256 - (k + 1) * width)) & ((1 << width) - 1) if (k + 1) * width <= 256
+                                else -1 for k in range(256 // width + 1)], (width, row)
+    table, first, guide, cell_bits, body = exact_noise._compiled_tables()
+    assert (cell_bits, body) == (exact_cells.CELL_BITS, exact_cells.NORMAL_BODY) == (4, 4) and len(rows) == 65
+    assert [int("".join(f"{int(word):016x}" for word in row), 16) for row in table] == rows
+    assert [int(f) for f in first] == [value >> (256 - 53) for value in rows]
+    assert [int(g) for g in guide] == [max(i for i, value in enumerate(rows) if value >> (256 - 53) <= b << 45)
+                                       for b in range(256)]
+
+
+def test_a_changed_boundary_table_is_compiled_afresh_not_loaded_from_the_cache(tmp_path):
+    # numba's cache checks only the file defining a function, and exact_noise's code holds exact_cells' table as
+    # constants. A copy of the modules is compiled (and cached), its row 1 changed, then imported again: the
+    # compiled digits are the new row's (a third import, nothing changed, loads them from the cache)
+    from dptradeoff import exact_cells
+
+    package = tmp_path / "noise_copy"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name in ("exact_noise.py", "exact_cells.py", "jit_cache.py"):
+        shutil.copy(Path(exact_noise.__file__).with_name(name), package / name)
+    probe = ("from noise_copy import exact_noise as e\n"
+             "table, first = e._compiled_tables()[:2]\n"
+             "hits = sum(e._compiled_tables.stats.cache_hits.values())\n"
+             "print(e._boundary_digit(1, 0, 53), first[1], table[1, 0], hits)")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("NUMBA_")}
+
+    def compiled():
+        out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return [int(word) for word in out.stdout.split()]
+
+    def expected(row: str, hits: int):
+        return [int(row, 16) >> 203, int(row, 16) >> 203, int(row[:16], 16), hits]
+
+    old = exact_cells._NORMAL_HEX[1]
+    new = "0dc2" + old[4:]                       # still between rows 0 and 2
+    assert compiled() == expected(old, 0)
+    cells = package / "exact_cells.py"
+    cells.write_text(cells.read_text().replace(f'"{old}"', f'"{new}"'))
+    assert compiled() == expected(new, 0)
+    assert compiled() == expected(new, 1)
+
+
+def test_the_linear_kernels_cache_is_keyed_on_the_samplers_sources():
+    # the linear trainer's kernels compile exact_noise's sampler into themselves (released_value): their cache is
+    # keyed on exact_noise.py's and exact_cells.py's bytes, as the sampler's own is
+    from dptradeoff.jit_cache import KeyedCache
+    from dptradeoff.train import linear
+
+    for kernel in (linear._step, linear._kernel, linear._trace_kernel, exact_noise._noise,
+                   exact_noise._cell_from_first):
+        assert isinstance(kernel._cache, KeyedCache) and kernel._cache.digest == exact_noise.COMPILED_FROM, kernel
+
+
+def test_exact_noise_takes_only_generators_whose_doubles_are_53_random_bits():
+    # the samplers read a Generator's random() as 53 random bits: randomgen's DSFMT has 52 (its last bit is 0),
+    # a subclass may redefine what numba reads (its ctypes interface). Refused by the grid and by the linear
+    # trainer (which an AESCounter subclass passes as secure); every bit generator taken reads as raw bits
+    from randomgen import DSFMT, AESCounter, ChaCha
+
+    from dptradeoff.train import linear
+    from dptradeoff.train.hyper import DPSGDHyper
+
+    grid = exact_noise.gaussian(1.0, 1.0, 8, 1.0)
+    dsfmt = np.random.Generator(DSFMT(1))
+    assert not np.mod(dsfmt.random(1000) * 2.0**53, 2).any()
+
+    class Tweaked(np.random.PCG64):
+        pass
+
+    class Mine(np.random.Generator):
+        pass
+
+    for rng in (dsfmt, np.random.Generator(Tweaked(1)), Mine(np.random.PCG64(1)), np.random.RandomState(1)):
+        with pytest.raises(TypeError, match="53 uniformly random bits"):
+            grid.noise(8, rng)
+    with pytest.raises(TypeError, match="53 uniformly random bits, which a Generator over DSFMT"):
+        grid.noise(8, np.random.default_rng(1), (dsfmt,))
+
+    class Keyed(AESCounter):         # a subclass of randomgen's that is_secure takes
+        __module__ = "randomgen.keyed"
+
+    keyed = np.random.Generator(Keyed(key=1, counter=0))
+    assert secure_random.is_secure(keyed)
+    x, y = np.zeros((20, 3), np.float32), np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
+    with pytest.raises(TypeError, match="53 uniformly random bits"):
+        linear.train(x, y, "logistic", "sgd", DPSGDHyper(1, 10, 0.1, 1.0, 1.0), 1, keyed)
+    makers = [lambda: np.random.PCG64(1), lambda: np.random.PCG64DXSM(1), lambda: np.random.Philox(1),
+              lambda: np.random.SFC64(1), lambda: np.random.MT19937(1), lambda: AESCounter(key=1, counter=0),
+              lambda: ChaCha(key=1, counter=0, rounds=20)]
+    for make in makers:
+        bits, copy = make(), make()
+        copy.state = bits.state
+        doubles = (np.random.Generator(bits).random(1000) * 2.0**53).astype(np.uint64)
+        if isinstance(copy, np.random.MT19937):   # two 32-bit words a double: (a >> 5) 2^26 + (b >> 6)
+            words = copy.random_raw(2000).astype(np.uint64)
+            raw = (words[0::2] >> np.uint64(5) << np.uint64(26)) + (words[1::2] >> np.uint64(6))
+        else:
+            raw = copy.random_raw(1000) >> np.uint64(11)
+        assert np.array_equal(doubles, raw), type(bits)
+        assert len(grid.noise(8, np.random.Generator(make()))) == 8
 
 
 def test_the_normal_tail_has_the_conditional_probabilities():

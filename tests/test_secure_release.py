@@ -2,6 +2,7 @@
 cryptographic generator, the noise sampled exactly on its grid (exact_noise.py) and read by the update alone,
 and no seeded stream touched."""
 import secrets
+import threading
 
 import numpy as np
 import pytest
@@ -85,15 +86,15 @@ def test_secure_mlp_noise_is_the_exact_gaussian_on_the_networks_grid_per_tensor(
 
     hp = DPSGDHyper(1, 128, 0.1, 1.0, 1.0)
     grid = hp.release_grid(109_386)                 # MLP2's parameter count
-    source = batch_module.SecureNoise(np.random.Generator(AESCounter(key=7, counter=0)), grid)   # a fixed key
     std = torch.tensor([2.0])
-    for shape, value in (((1, 64, 30), 0.0), ((1, 64), 0.3), ((1, 700), 0.7)):
-        released = source.noised_average(torch.full(shape, value), std, 128).double().numpy() * 128
-        steps = np.rint(released / grid.spacing)
-        assert np.allclose(released, steps * grid.spacing, rtol=2**-23, atol=0)    # float32 of gamma N / m
-        z = (steps * grid.spacing - value).ravel() / grid.drawn_scale
-        counts = np.histogram(stats.norm.cdf(z), bins=10, range=(0, 1))[0]
-        assert stats.chisquare(counts).pvalue > 1e-4, (shape, counts)
+    with batch_module.SecureNoise(np.random.Generator(AESCounter(key=7, counter=0)), grid) as source:   # a fixed key
+        for shape, value in (((1, 64, 30), 0.0), ((1, 64), 0.3), ((1, 700), 0.7)):
+            released = source.noised_average(torch.full(shape, value), std, 128).double().numpy() * 128
+            steps = np.rint(released / grid.spacing)
+            assert np.allclose(released, steps * grid.spacing, rtol=2**-23, atol=0)    # float32 of gamma N / m
+            z = (steps * grid.spacing - value).ravel() / grid.drawn_scale
+            counts = np.histogram(stats.norm.cdf(z), bins=10, range=(0, 1))[0]
+            assert stats.chisquare(counts).pvalue > 1e-4, (shape, counts)
 
 
 def test_a_secure_mlp_release_draws_nothing_from_a_seeded_stream(monkeypatch):
@@ -110,6 +111,27 @@ def test_a_secure_mlp_release_draws_nothing_from_a_seeded_stream(monkeypatch):
     assert all(torch.isfinite(p).all() for p in params)
     with pytest.raises(AssertionError, match="seeded stream"):
         mlp.train(x, y, "mlp2", "sgd", DPSGDHyper(1, 10, 0.1, 1.0, 1.0), 5)
+
+
+def test_a_secure_mlp_training_shuts_its_noise_thread_down_when_it_ends_or_raises():
+    # the thread that draws the MLP's noise ahead (SecureNoise) is gone once the training returns, and once it
+    # raises (a checkpoint failing after the first epoch): no "exact-noise" thread it started is left alive
+    def noise_threads():
+        return {t for t in threading.enumerate() if t.name.startswith("exact-noise")}
+
+    before = noise_threads()
+    rng = np.random.default_rng(2)
+    x, y = rng.random((40, 784)).astype(np.float32), rng.integers(0, 10, 40)
+    hp = DPSGDHyper(2, 10, 0.1, 1.0, 1.0)
+    params = mlp.train(x, y, "mlp2", "sgd", hp, 5, secure=secure_random.generator())
+    assert all(torch.isfinite(p).all() for p in params) and noise_threads() <= before
+
+    def fail(epoch, params):
+        raise RuntimeError("a checkpoint failed")
+
+    with pytest.raises(RuntimeError, match="a checkpoint failed"):
+        mlp.train(x, y, "mlp2", "sgd", hp, 5, checkpoint=fail, secure=secure_random.generator())
+    assert noise_threads() <= before
 
 
 def test_a_release_under_os_hands_its_trials_the_secure_generator():

@@ -2,16 +2,22 @@
 standard deviations wide, as the binary expansions of their cumulative probabilities.
 
 Row i is floor(2^256 C_i), C_i = P(|N| < i 2^-m) = erf(i 2^-m / sqrt 2) for i = 0 .. NORMAL_BODY 2^m. A uniform U compared digit by digit with
-these expansions falls in cell i (C_i <= U < C_(i+1)) with exactly that cell's probability, unless it ties one
-of them on all 256 bits (probability 2^-256 a boundary: the sampler then raises rather than guess).
+these expansions falls in cell i (C_i <= U < C_(i+1)) with exactly that cell's probability. The sampler reads
+a row in whole w-bit digits: floor(256 / w) of them, the first 212 bits at a Generator's w = 53 (at w = 1 all
+256). Where U ties a boundary on all of them (probability 2^-212 a boundary at w = 53), the boundary's further
+digits come from `boundary_bits`, computed exactly with mpmath, and the comparison goes on. A tie stops a draw
+only where U's own digits run out (`exact_noise.MAX_DIGITS` of them, 1,060 bits at w = 53: probability 2^-1060).
 
 The digits are written out here (no work at import); `expansions` recomputes them with mpmath at 600 bits,
 and `tests/test_exact_noise.py` checks they are equal and that no C_i lies within 2^-200 of a 256-bit boundary
-(where 600 bits could round the wrong way).
+(where 600 bits could round the wrong way). The jitted sampler reads them as constants compiled into it;
+its on-disk cache is keyed on this file's bytes (`jit_cache`), so a changed table is compiled afresh.
 
     ./in-env python -m dptradeoff.exact_cells    # prints the rows below, recomputed
 """
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -109,6 +115,48 @@ def expansions() -> list[int]:
                 raise ArithmeticError(f"boundary {i} lies within 2^-200 of a 256-bit number")
             rows.append(floor)
     return rows
+
+
+_FURTHER: dict[int, tuple[int, int]] = {}   # row -> (bits, floor(2^bits C_row)): the longest computed so far
+_FURTHER_LOCK = threading.Lock()            # the noise threads share it (and mpmath's context is not per thread)
+_GUARD_BITS = 128
+
+
+def boundary_bits(row: int, bits: int) -> int:
+    """floor(2^bits C_row), exactly, for any bits >= 0: the table's row up to EXPANSION_BITS; beyond, from
+    mpmath (`_scaled_floor`), computed to at least twice the bits asked before (later digits of a tie are
+    then at hand) and kept."""
+    if bits <= EXPANSION_BITS:
+        return int(_NORMAL_HEX[row], 16) >> (EXPANSION_BITS - bits)
+    with _FURTHER_LOCK:
+        known = _FURTHER.get(row)
+        if known is None or known[0] < bits:
+            target = max(bits, 2 * known[0] if known else 2 * EXPANSION_BITS)
+            known = (target, _scaled_floor(row, target))
+            _FURTHER[row] = known
+    return known[1] >> (known[0] - bits)
+
+
+def _scaled_floor(row: int, bits: int) -> int:
+    """floor(2^bits C_row) from mpmath at bits + 2g bits of precision (its erf is good to a few units in the
+    last place: an error of about 2^-2g in 2^bits C_row), accepted once 2^bits C_row lies more than 2^-g from
+    an integer, g doubled until it does (`expansions`' rule at 256 bits, with g = 172 and a margin of 2^-200);
+    checked against the table's 256 bits. In a context of its own: mpmath's global one is every thread's."""
+    if row == 0:
+        return 0                              # C_0 = erf(0) = 0 exactly
+    from mpmath.ctx_mp import MPContext
+
+    ctx, guard = MPContext(), _GUARD_BITS
+    while True:
+        ctx.prec = bits + 2 * guard
+        scaled = ctx.erf(ctx.mpf(row) / 2**CELL_BITS / ctx.sqrt(2)) * ctx.mpf(2) ** bits
+        floor = int(ctx.floor(scaled))
+        if min(scaled - floor, floor + 1 - scaled) > ctx.mpf(2) ** -guard:
+            break
+        guard *= 2
+    if floor >> (bits - EXPANSION_BITS) != int(_NORMAL_HEX[row], 16):
+        raise ArithmeticError(f"boundary {row} computed to {bits} bits disagrees with its tabulated 256")
+    return floor
 
 
 if __name__ == "__main__":

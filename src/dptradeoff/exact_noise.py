@@ -23,9 +23,12 @@ uniform random bits: no floating point, no cap in the tails.
 The normal:
 - The cell. |N| falls in cell i, [i 2^-m, (i + 1) 2^-m) with m = CELL_BITS = 4, with probability
   C_(i+1) - C_i; the boundaries C_i are tabulated as 256-bit binary expansions (`exact_cells`, recomputed by
-  the tests with mpmath). A uniform U compared digit by digit with them lands in cell i exactly where
-  C_i <= U < C_(i+1); its first digit almost always decides (a guide table of its leading 8 bits, then the
-  boundaries' first digits), further digits only where it ties a boundary's (about 2^-47 of draws).
+  the tests with mpmath) and read in whole w-bit digits, the first 212 bits at w = 53. A uniform U compared
+  digit by digit with them lands in cell i exactly where C_i <= U < C_(i+1); its first digit almost always
+  decides (a guide table of its leading 8 bits, then the boundaries' first digits), further digits only where
+  it ties a boundary's (about 2^-47 of draws). Where U ties a boundary on all its tabulated digits (2^-212 a
+  boundary), the boundary's next digits are computed exactly (`exact_cells.boundary_bits`, mpmath, called
+  from the jitted code in object mode: only this path holds the GIL) and the comparison goes on.
 - Inside the cell, x = (i + v) 2^-m with v uniform, kept with probability e^-(x^2 - (i 2^-m)^2)/2 =
   exp(-v (2i + v) / 2^(2m+1)) and redrawn otherwise: von Neumann's trial, a
   descending run of uniforms below v whose every step also passes a die of 2^(2m+1) faces (below 2i it passes;
@@ -44,9 +47,20 @@ from a pool of digits' bits. A normal reads about 2.3 digits of 53 bits. `_fast_
 out (26 ns a draw against 600 ns for Karney's algorithm alone) and reads the same digits for the same value as
 the general functions, which the tests check draw for draw.
 
+A lazy uniform has at most MAX_DIGITS digits (1,060 bits at w = 53): a comparison still tied there (2^-1060)
+stops the draw and its caller raises, releasing nothing.
+
 Random digits come from a numpy Generator (its 53-bit uniforms, `random()`, read as 53 random bits: the
 release's AES generator) or from an array of digits (the tests enumerate every array of w-bit digits to
-compute each output's exact probability; `enumerate_attempt`, `enumerate_cell_trial`).
+compute each output's exact probability; `enumerate_attempt`, `enumerate_cell_trial`). A Generator is taken
+only over a bit generator whose `random()` is known to be 53 uniformly random bits, (next_uint64 >> 11) 2^-53
+or MT19937's two 32-bit words (`check_generator`, `GENERATORS`): a bit generator may define its doubles
+otherwise (randomgen's DSFMT has 52 random bits), and its digits would not be uniform.
+
+The boundaries (and CELL_BITS, NORMAL_BODY) are compiled into the jitted code as constants. numba's on-disk
+cache checks only this file, so it is keyed on this file's and exact_cells.py's bytes too (`COMPILED_FROM`,
+`jit_cache`), as is that of the jitted code that calls this module's (`train/linear.py`): code compiled
+against another table is never loaded.
 """
 from __future__ import annotations
 
@@ -59,24 +73,29 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from .exact_cells import CELL_BITS, EXPANSION_BITS, NORMAL_BODY, table
+from . import exact_cells
+from .exact_cells import CELL_BITS, EXPANSION_BITS, NORMAL_BODY, boundary_bits, table
+from .jit_cache import key_caches, source_digest
 
 GRID_BITS = 18               # b: the input's rounding costs 2^(1 - b) = 7.6 ppm more noise than the nominal
 MAX_QUOTIENT = 2.0 ** 50     # |v| / gamma at most this: rint(v / gamma) is then within 5/8 of v / gamma
 MAX_BITS = 40                # c at most this: j + K stays below 2^53 (exact in float64, no int64 overflow) unless
                              # |N| > 2^12
 GENERATOR_BITS = 53          # the bits of one digit drawn from a Generator (its 53-bit uniforms)
-MAX_DIGITS = 20              # a lazy uniform grows to at most this many digits (a tie of 1,000 bits: then it raises)
+MAX_DIGITS = 20              # a lazy uniform grows to at most this many digits (a tie of 1,060 bits: then it raises)
 _SLOTS = 4                   # lazy uniforms alive at once: the fraction, two of a descending run, one spare
 ACCEPTED, REJECTED, SHORT = 0, 1, 2   # an attempt's outcome; short: the digits ran out (an array)
 _SAFETY = 1.0 + 2.0 ** -40   # covers the rounding of sigma' itself
-_NORMAL = table()            # the cells' boundaries (numba reads them as constants)
+_NORMAL = table()            # the cells' boundaries (numba reads them as constants: the cache is keyed on them)
 _NORMAL_CELLS = NORMAL_BODY << CELL_BITS
 _NORMAL_FIRST = (_NORMAL[:, 0] >> np.uint64(64 - GENERATOR_BITS)).copy()   # each boundary's first 53-bit digit
 _GUIDE_BITS = 8              # the fast path finds U's first digit among those from a guide of its leading 8 bits:
 _NORMAL_GUIDE = (np.searchsorted(_NORMAL_FIRST, np.arange(2**_GUIDE_BITS, dtype=np.uint64)
                                  << np.uint64(GENERATOR_BITS - _GUIDE_BITS), side="right") - 1).astype(np.int64)
 PARALLEL_FROM = 4096         # a vector at least this long is drawn in parallel parts where more generators are given
+COMPILED_FROM = source_digest(__file__, exact_cells.__file__)   # what the jitted code is compiled from (`jit_cache`)
+GENERATORS = (("numpy.random", ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937")),
+              ("randomgen", ("AESCounter", "ChaCha")))   # bit generators whose random() is 53 random bits
 
 
 @dataclass(frozen=True)
@@ -130,6 +149,8 @@ class Grid:
         the same distribution, independent draws."""
         if count > self.coordinates:
             raise ValueError(f"{count} values released on a grid made for {self.coordinates}")
+        for source in (rng, *more):
+            check_generator(source)
         sources = (rng, *more) if count >= PARALLEL_FROM else (rng,)
         if len(sources) == 1:
             return _noise(count, self.bits, self.laplace, rng)
@@ -156,11 +177,38 @@ def laplace(scale: float, sensitivity: float, coordinates: int, bound: float) ->
     return Grid(float(scale), float(sensitivity), int(coordinates), float(bound), laplace=True)
 
 
+def check_generator(rng) -> None:
+    """Refuse (TypeError) a source of digits whose doubles are not known to be 53 uniformly random bits: anything
+    but a numpy Generator over a bit generator of GENERATORS. The classes exactly: numba reads a bit generator
+    through its `ctypes` interface, which a subclass could redefine."""
+    bits = getattr(rng, "bit_generator", None)
+    if type(rng) is np.random.Generator and _known_bits(type(bits)):
+        return
+    what = (f"a Generator over {type(bits).__name__}" if isinstance(rng, np.random.Generator)
+            else f"a {type(rng).__name__}")
+    raise TypeError(f"exact noise reads a Generator's random() as 53 uniformly random bits, which {what} does not "
+                    f"promise; draw it from a numpy Generator over numpy's PCG64, PCG64DXSM, Philox, SFC64 or MT19937 "
+                    f"or randomgen's AESCounter or ChaCha (a release's: secure_random.generator())")
+
+
+def _known_bits(cls) -> bool:
+    """Whether `cls` is one of GENERATORS (randomgen looked at only where the class comes from it)."""
+    import importlib
+
+    for package, names in GENERATORS:
+        if cls.__module__ == package or cls.__module__.startswith(package + "."):
+            module = importlib.import_module(package)
+            if any(getattr(module, name, None) is cls for name in names):
+                return True
+    return False
+
+
 # ---- digits ---------------------------------------------------------------------------------------------
 
 def _digit(src, state, width):
     """One w-bit random digit: the next of an array of digits (state[0] the position; state[1] = 1 once they
-    run out), or 53 bits of a numpy Generator. This is the Python reading; jitted code uses `_digit_impl`'s."""
+    run out), or 53 bits of a numpy Generator (one whose random() is 53 random bits: `check_generator`). This is
+    the Python reading; jitted code uses `_digit_impl`'s."""
     if isinstance(src, np.ndarray):
         if state[0] >= len(src):
             state[1] = 1
@@ -337,38 +385,56 @@ def _rounded(src, state, width, digits, counts, whole, unit_bits, c, pooled=True
 # ---- the fast path: a cell from the boundaries' expansions, then exact rejection inside it ------------
 
 @numba.njit(**_INLINE)
-def _boundary_digit(bounds, row, index, width):
-    """Digit `index` (w bits) of boundary `row`'s expansion (`exact_cells`), or -1 past its 256 bits."""
+def _boundary_digit(row, index, width):
+    """Digit `index` (w bits) of boundary `row`'s tabulated expansion (`exact_cells`: the compiled constant
+    `_NORMAL`), or -1 past the table: a digit lies whole within its 256 bits (at w = 53 the first 4 digits)."""
     start = index * width
     if start + width > EXPANSION_BITS:
         return np.int64(-1)
     word, offset = start // 64, start % 64
-    high = (bounds[row, word] << np.uint64(offset)) >> np.uint64(64 - width)
+    high = (_NORMAL[row, word] << np.uint64(offset)) >> np.uint64(64 - width)
     if offset + width > 64:
-        high |= bounds[row, word + 1] >> np.uint64(128 - offset - width)
+        high |= _NORMAL[row, word + 1] >> np.uint64(128 - offset - width)
     return np.int64(high)
 
 
+def _exact_boundary_digit(row, index, width):
+    """Digit `index` (w bits) of boundary `row`'s expansion, exactly (`exact_cells.boundary_bits`)."""
+    return boundary_bits(int(row), (int(index) + 1) * int(width)) & ((1 << int(width)) - 1)
+
+
+@numba.njit(cache=True)    # (not nogil: object mode takes the GIL; numba warns of a nogil function that holds it)
+def _further_boundary_digit(row, index, width):
+    """`_boundary_digit` past the table: computed exactly in Python (object mode, the GIL held) where U ties a
+    boundary on every tabulated digit (2^-212 a boundary at w = 53)."""
+    with numba.objmode(digit="int64"):
+        digit = _exact_boundary_digit(row, index, width)
+    return digit
+
+
 @numba.njit(**_INLINE)
-def _below_boundary(src, state, width, digits, counts, slot, bounds, row):
-    """Whether lazy uniform `slot` < boundary `row`, drawing its digits until they differ from the expansion's
-    (a tie of all 256 bits stops the draw: state[2])."""
+def _below_boundary(src, state, width, digits, counts, slot, row):
+    """Whether lazy uniform `slot` < boundary `row`, drawing its digits until they differ from the expansion's:
+    the table's, then those computed past it. Only a tie of MAX_DIGITS digits (U's every digit) stops the draw
+    (state[2]: its callers raise)."""
     i = 0
     while True:
-        limit = _boundary_digit(bounds, row, i, width)
-        if i == MAX_DIGITS or limit < 0:
+        if i == MAX_DIGITS:
             state[1], state[2] = 1, 1
             return False
         _ensure(src, state, width, digits, counts, slot, i)
         if state[1]:
             return False
+        limit = _boundary_digit(row, i, width)
+        if limit < 0:
+            limit = _further_boundary_digit(row, i, width)
         if digits[slot, i] != np.uint64(limit):
             return digits[slot, i] < np.uint64(limit)
         i += 1
 
 
 @numba.njit(**_JIT)
-def _cell(src, state, width, digits, counts, bounds):
+def _cell(src, state, width, digits, counts):
     """The cell i of a uniform U (slot 1): C_i <= U < C_(i+1); the last row's index (cells) where U >= C_cells,
     beyond the body. U's first digit d places it among the boundaries' first digits D_i (a bisection): where
     D_i < d < D_(i+1), C_i < U < C_(i+1). Only where d equals some D_i (about 2^-47 of draws at w = 53) do the
@@ -378,25 +444,25 @@ def _cell(src, state, width, digits, counts, bounds):
     if state[1]:
         return 0
     first = digits[1, 0]
-    low, high = 0, bounds.shape[0]          # C_low <= U < C_high (C_rows: 1)
+    low, high = 0, _NORMAL_CELLS + 1        # C_low <= U < C_high (C_rows: 1)
     while high - low > 1:
         middle = (low + high) // 2
-        if first < np.uint64(_boundary_digit(bounds, middle, 0, width)):
+        if first < np.uint64(_boundary_digit(middle, 0, width)):
             high = middle
         else:
             low = middle
-    if low == 0 or first != np.uint64(_boundary_digit(bounds, low, 0, width)):
+    if low == 0 or first != np.uint64(_boundary_digit(low, 0, width)):
         return low
-    return _cell_from_first(src, state, width, digits, counts, bounds)
+    return _cell_from_first(src, state, width, digits, counts)
 
 
 @numba.njit(**_JIT)
-def _cell_from_first(src, state, width, digits, counts, bounds):
+def _cell_from_first(src, state, width, digits, counts):
     """`_cell` where U's first digit ties a boundary's: every comparison digit by digit (U's first digit drawn)."""
-    low, high = 0, bounds.shape[0]
+    low, high = 0, _NORMAL_CELLS + 1
     while high - low > 1:
         middle = (low + high) // 2
-        if _below_boundary(src, state, width, digits, counts, 1, bounds, middle):
+        if _below_boundary(src, state, width, digits, counts, 1, middle):
             high = middle
         else:
             low = middle
@@ -483,7 +549,7 @@ def _normal_tail(src, state, width, digits, counts):
 def _normal_attempt(src, state, width, digits, counts, c):
     """(outcome, round(2^c N)): the cell of |N| (its exact probability), the normal's density within it, or
     beyond NORMAL_BODY Karney's algorithm from there up; then a sign. Never rejects."""
-    i = _cell(src, state, width, digits, counts, _NORMAL)
+    i = _cell(src, state, width, digits, counts)
     if _stopped(state):
         return SHORT, 0
     return _normal_in(src, state, width, digits, counts, c, i)
@@ -555,7 +621,7 @@ def _resume_normal(rng, state, digits, counts, c):
         if low > 0 and np.uint64(state[5]) == _NORMAL_FIRST[low]:
             counts[1] = 1
             digits[1, 0] = np.uint64(state[5])
-            low = _cell_from_first(rng, state, GENERATOR_BITS, digits, counts, _NORMAL)
+            low = _cell_from_first(rng, state, GENERATOR_BITS, digits, counts)
             if state[2]:
                 return 0
         return _normal_in(rng, state, GENERATOR_BITS, digits, counts, c, low)[1]
@@ -608,6 +674,13 @@ def _attempt(src, state, width, digits, counts, c, laplace):
     if laplace:
         return _laplace_attempt(src, state, width, digits, counts, c)
     return _normal_attempt(src, state, width, digits, counts, c)
+
+
+@numba.njit(**_JIT)
+def _compiled_tables():
+    """The boundaries' table, their first 53-bit digits, the guide and (CELL_BITS, NORMAL_BODY) as compiled into
+    the jitted code (its test: they are exact_cells', whatever the cache held)."""
+    return _NORMAL.copy(), _NORMAL_FIRST.copy(), _NORMAL_GUIDE.copy(), CELL_BITS, NORMAL_BODY
 
 
 @numba.njit(**_JIT)
@@ -789,3 +862,6 @@ def attempt_from_digits(digits: np.ndarray, c: int, laplace: bool, width: int = 
     """(outcome, K) of one attempt reading the given w-bit digits (SHORT where they run out)."""
     state, slots, counts = scratch()
     return _attempt(np.asarray(digits, np.uint64), state, int(width), slots, counts, int(c), bool(laplace))
+
+
+key_caches(globals(), COMPILED_FROM)   # last: every jitted function above, before any is compiled

@@ -167,7 +167,8 @@ class SecureNoise:
     long tensor's K in parallel parts. Every K is used once; what is drawn ahead of the last step is discarded.
     `on_all_cores` gives the noise half the cores and the training (`sharing_cores`) the rest: torch's idle
     workers spin and would take the cores the noise needs (MLP2's draws took 82 ns each beside two torch
-    threads, 32 ns beside one)."""
+    threads, 32 ns beside one). The thread ends with `close`, or on leaving `with` (the training's, mlp.py:
+    whether it finished or raised)."""
 
     def __init__(self, rng: np.random.Generator, grid=None, threads: int = 1):
         from ..secure_random import generators_from
@@ -180,6 +181,19 @@ class SecureNoise:
     @classmethod
     def on_all_cores(cls, rng: np.random.Generator, grid) -> "SecureNoise":
         return cls(rng, grid, noise_threads())
+
+    def close(self) -> None:
+        """Shut the drawing thread down: a draw under way is waited for (a numba draw cannot be interrupted),
+        those not started are cancelled, and what was drawn ahead is discarded. It draws nothing after."""
+        if self._drawer is not None:
+            self._drawer.shutdown(wait=True, cancel_futures=True)
+        self._ahead.clear()
+
+    def __enter__(self) -> "SecureNoise":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     @staticmethod
     @contextmanager

@@ -12,7 +12,8 @@ Losses (labels y in {-1, +1} for the classifiers):
 - "squared": (w.x - y)^2 / 2, linear regression (Twitter task).
 
 `train` runs every step of every replication in one compiled numba kernel (`_kernel`, cached on
-disk). Features are stored as float32: dense rows, or, when most entries are zero, CSR rows padded
+disk, the cache keyed on exact_noise's sources too: the kernels compile its sampler in, `jit_cache`).
+Features are stored as float32: dense rows, or, when most entries are zero, CSR rows padded
 to whole blocks of BLOCK entries (no values at all for 0/1 features); all arithmetic is float64.
 Each lot is drawn by a partial Fisher-Yates shuffle driven by a SplitMix64 stream, the noise by the
 caller's numpy Generator (which also seeds the stream), so the same Generator state gives the same
@@ -33,6 +34,7 @@ import numba
 import numpy as np
 
 from .. import exact_noise
+from ..jit_cache import key_caches
 from ..secure_random import is_secure
 from .hyper import ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, DPSGDHyper
 
@@ -190,6 +192,8 @@ def _train(x, y, loss, optimizer, hp, runs, rng, record=False, csr=None, checkpo
                            np.arange(n, dtype=np.uint32), np.array([rng.integers(2**64, dtype=np.uint64)]), {})
     secure = is_secure(rng)
     grid = hp.release_grid(d + 1) if secure and hp.noise > 0 else None
+    if grid is not None:
+        exact_noise.check_generator(rng)     # its doubles are read as 53 random bits
     common = (*rows, d, norms, np.asarray(y, dtype=np.float64), LOSSES.index(loss), optimizer == "adam",
               steps, m, hp.clip, hp.noise, hp.learning_rate, ADAM_BETA1, ADAM_BETA2, ADAM_KAPPA, runs,
               start.splitmix[0], rng, secure, 0.0 if grid is None else grid.spacing, 0 if grid is None else grid.bits)
@@ -400,3 +404,7 @@ def accuracy(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def mse(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     scores = with_bias(np.asarray(x, dtype=np.float64)) @ w.T
     return ((scores - y[:, None]) ** 2).mean(axis=0)
+
+
+# the kernels compile exact_noise's sampler into themselves: their cache is keyed on its sources too (jit_cache)
+key_caches(globals(), exact_noise.COMPILED_FROM)

@@ -121,14 +121,16 @@ def train_batch(x: np.ndarray, y: np.ndarray, arch: str, optimizer: str, batch: 
     params = [p.to(real) for p in init_batch(ARCHITECTURES[arch], batch, dev)]
     mu = [torch.zeros_like(p) for p in params]
     nu = [torch.zeros_like(p) for p in params]
-    lots, stream = batch.streams(dev, sum(p[0].numel() for p in params))
     std = batch.noise_std(dev)
     clip, lr = batch.clips(dev).to(real), batch.rates(dev).to(real)
     pieces = parts(width, dev)
     steps = batch.steps(n)
     steps_per_epoch = steps // batch.epochs
-    # a release's noise is drawn beside the steps, on cores torch leaves it (SecureNoise)
-    with SecureNoise.sharing_cores() if batch.secure is not None else nullcontext():
+    lots, stream = batch.streams(dev, sum(p[0].numel() for p in params))
+    # a release's noise is drawn beside the steps, on cores torch leaves it, by a thread shut down when the
+    # training ends or raises (SecureNoise)
+    with (stream if isinstance(stream, SecureNoise) else nullcontext(),
+          SecureNoise.sharing_cores() if batch.secure is not None else nullcontext()):
         for step in range(1, steps + 1):
             idx = draw_lots(lots, width, n, m, dev)
             grads, _ = clipped_gradient_sum(params, xs[idx], ys[idx], clip)
