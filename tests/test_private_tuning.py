@@ -129,6 +129,22 @@ def test_a_private_release_total_equals_its_independent_recomputation_and_protec
         assert "WBK19 Thm 9" in record["guarantee"]["accounting"]
     else:
         assert search["training_rows"] == 2400 and search["validation_rows"] == 600
+    from dptradeoff.plots.release import release_table
+
+    table, _ = release_table(record, "test")
+    rows = dict(zip(table["quantity"], table["value"]))
+    assert rows["tuning data"].startswith("none: the search runs on") and rows["share of the training rows protected"] == "1"
+    assert not any(q.startswith("front's best") for q in rows)
+
+
+def test_a_private_release_needs_no_tuning_study(run_snakemake, tmp_path):
+    """The workflow plans a private release from the data alone: no `<problem>-tuning` problem, no chain."""
+    (tmp_path / "private.yaml").write_text(yaml.safe_dump({"studies": ["release"], "release": {"tuning": "private"}}))
+    done = run_snakemake(tmp_path, "all", "-n", "--quiet", "rules", "--configfile", "config/config.yaml",
+                         str(tmp_path / "private.yaml"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    planned = done.stdout + done.stderr
+    assert "release" in planned and "dpareto" not in planned and "random_sampling" not in planned
 
 
 def test_every_trial_and_the_final_training_are_charged():
@@ -162,15 +178,6 @@ def test_the_subsample_is_drawn_by_the_selection_generator_not_the_config_seed(t
     first, second, again = (np.sort(np.r_[r.training.x_train[:, 0], r.validation.x_test[:, 0]]) for r in rows)
     assert len(first) == 900 and not np.array_equal(first, second) and np.array_equal(first, again)
     assert rows[0].final.n_train == 3000   # the chosen setting trains on every private row
-
-
-def test_a_carried_setting_keeps_its_steps_on_every_row():
-    from dptradeoff.release.run import carried
-
-    point = {"epochs": 3, "lot_size": 64, "learning_rate": 0.1, "noise": 2.0, "clip": 1.0}
-    assert carried(point, 720, 3000) == {**point, "lot_size": 267}
-    assert carried({**point, "lot_size": 700}, 720, 3000)["lot_size"] == 2917
-    assert carried({"eps": 1.0}, 720, 3000) == {"eps": 1.0}
 
 
 def test_the_private_tuning_config():

@@ -188,21 +188,14 @@ def search_rows(problem: Problem, private: PrivateData, settings: ReleaseSetting
     labels = rows.y_train is not None
     training = replace(rows, x_train=rows.x_train[train], y_train=rows.y_train[train] if labels else None)
     validation = replace(rows, x_test=rows.x_train[val], y_test=rows.y_train[val] if labels else None)
-    m_train = m - m_val
 
     def carry(point: dict, eps0: float):
-        return calibrated(problem, accountant, carried(point, m_train, n), n=n, epsilon=eps0, delta=settings.delta)
+        # the setting as found (epochs, lot, learning rate, clip), its noise recalibrated for every private row: a
+        # lot grown with the rows (the same steps an epoch) left most of Adult's settings at the trivial predictor
+        return calibrated(problem, accountant, point, n=n, epsilon=eps0, delta=settings.delta)
 
     return Search(training, validation, accounting.Subsampled(m, n, carry, lambda p: training_event(problem, p, n)),
                   rows)
-
-
-def carried(point: dict, rows_from: int, rows_to: int) -> dict:
-    """A setting found on `rows_from` training rows, for `rows_to`: the lot grows with the rows (the same share of
-    them per step, so the same steps an epoch); everything else, the noise included (recalibrated), is kept."""
-    if "lot_size" not in point:
-        return dict(point)
-    return {**point, "lot_size": int(min(rows_to, max(1, round(point["lot_size"] * rows_to / rows_from))))}
 
 
 def release(problem: Problem, tuning_problem: Problem | None, tuning_evaluations: pd.DataFrame | None,
