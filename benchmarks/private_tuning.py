@@ -50,6 +50,7 @@ from dptradeoff.release.settings import ReleaseSettings  # noqa: E402
 
 PROBLEM = "adult-logreg-sgd"
 TUNING = {"split": {"split": 0.2}, "prior": {"private": "prior"}, "subsampled": {"private": "subsampled"}}
+SELECTION: dict = {}   # overrides of release.selection (--mean-trials)
 
 
 def build(work: Path, seed: int, target: str) -> float:
@@ -70,7 +71,9 @@ def build(work: Path, seed: int, target: str) -> float:
 
 def one(work: Path, seed: int, method: str) -> dict:
     share = TUNING[method].get("subsample")
-    cache = work / "private_tuning" / f"seed{seed}-{method}{'' if share is None else f'-{share:g}'}.json"
+    mean = SELECTION.get("mean_trials")
+    cache = work / "private_tuning" / (f"seed{seed}-{method}{'' if share is None else f'-{share:g}'}"
+                                       f"{'' if mean is None else f'-k{mean:g}'}.json")
     if cache.exists():
         return json.loads(cache.read_text())
     seed_dir = work / f"seed{seed}"
@@ -78,7 +81,8 @@ def one(work: Path, seed: int, method: str) -> dict:
                   if method == "split" else "results/data/adult/test.parquet")
     if method != "split":
         study = 0.0   # no tuning study: the data alone were built
-    config = load([str(REPO / "config/config.yaml")], overrides={"seed": seed, "release": {"tuning": TUNING[method]}})
+    config = load([str(REPO / "config/config.yaml")], overrides={"seed": seed, "release": {"tuning": TUNING[method],
+                                                                     "selection": SELECTION}})
     settings = ReleaseSettings.from_config(config)
     conversion = accounting_name(config["privacy"])
     accountant = accountant_named(conversion)
@@ -118,9 +122,12 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--methods", nargs="+", default=list(TUNING), choices=list(TUNING))
     parser.add_argument("--subsample", type=float, help="the subsampled search's share (default: the config's)")
+    parser.add_argument("--mean-trials", type=float, help="E[K] of every method's random stopping (default: the config's)")
     args = parser.parse_args()
     if args.subsample:
         TUNING["subsampled"] = {"private": "subsampled", "subsample": args.subsample}
+    if args.mean_trials:
+        SELECTION["mean_trials"] = args.mean_trials
     work = Path(args.work).resolve()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     results = {m: [one(work, s, m) for s in seeds] for m in args.methods}

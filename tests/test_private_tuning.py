@@ -129,9 +129,11 @@ def test_a_private_release_total_equals_its_independent_recomputation_and_protec
         assert "WBK19 Thm 9" in record["guarantee"]["accounting"]
     else:
         assert search["training_rows"] == 2400 and search["validation_rows"] == 600
-    from dptradeoff.plots.release import release_table
+    from dptradeoff.plots.release import release_figure, release_table
 
     table, _ = release_table(record, "test")
+    release_figure(record, str(tmp_path / "release.pdf"), "test")   # no front to draw
+    assert (tmp_path / "release.pdf").stat().st_size > 0
     rows = dict(zip(table["quantity"], table["value"]))
     assert rows["tuning data"].startswith("none: the search runs on") and rows["share of the training rows protected"] == "1"
     assert not any(q.startswith("front's best") for q in rows)

@@ -32,8 +32,8 @@ SCHEMA = os.path.join(os.path.dirname(__file__), "..", "..", "workflow", "schema
 DEFAULT_CONFIG = "config/config.yaml"
 
 
-# Mappings that hold one of several alternatives, whose keys differ: release.tuning is {split: f, holdout: h}
-# or {public: <problem>}. Merged key by key, a configfile's {public: p} over the default {split: 0.2} would be
+# Mappings that hold one of several alternatives, whose keys differ: release.tuning is {split: f, holdout: h},
+# {public: <problem>} or {private: ...}. Merged key by key, a configfile's {public: p} over the default {split: 0.2} would be
 # {split: 0.2, public: p}, which names both; so each is taken whole from the last configfile (or --config
 # override) that sets it (`replace_alternatives`). release.selection is not one: its one method's keys are
 # always the same, so a configfile may change one of them alone.
