@@ -170,10 +170,13 @@ def test_rdp_to_dp_is_the_classic_conversion_at_one_order():
 def test_unanalysed_events_and_bad_inputs_are_one_sentence_errors():
     accountant = Accountant()
     for event in (dp_accounting.PoissonSampledDpEvent(0.01, LaplaceDpEvent(1.0)),
-                  SampledWithoutReplacementDpEvent(100, 10, LaplaceDpEvent(1.0)),
+                  SampledWithoutReplacementDpEvent(100, 10, SparseVectorDpEvent(3, 10.0)),
                   ComposedDpEvent([GaussianDpEvent(1.0), SparseVectorDpEvent(3, 10.0)])):   # SVT: no RDP
         with pytest.raises(UserError, match="no analysis of .*DpEvent; describe the mechanism"):
             accountant.epsilon(event, 1e-5)
+    # any mechanism with an RDP curve, sampled without replacement: WBK19 Thm 9 (tests/test_private_tuning.py)
+    sampled = accountant.epsilon(SampledWithoutReplacementDpEvent(100, 10, LaplaceDpEvent(1.0)), 1e-5)
+    assert 0 < sampled < accountant.epsilon(ComposedDpEvent([LaplaceDpEvent(1.0)]), 1e-5)
     with pytest.raises(UserError, match="delta must be in"):
         accountant.epsilon(dpsgd.training_event(100, 10, 1, 1.0), 0.0)
     with pytest.raises(UserError, match="lot size"):
