@@ -77,10 +77,11 @@ def one(work: Path, seed: int, method: str) -> dict:
     if cache.exists():
         return json.loads(cache.read_text())
     seed_dir = work / f"seed{seed}"
-    study = build(seed_dir, seed, paths.RunFiles(PROBLEM + "-tuning", paths.DPARETO, 0).evaluations
-                  if method == "split" else "results/data/adult/test.parquet")
-    if method != "split":
-        study = 0.0   # no tuning study: the data alone were built
+    if method == "split":
+        study = build(seed_dir, seed, paths.RunFiles(PROBLEM + "-tuning", paths.DPARETO, 0).evaluations)
+    else:   # no tuning study: the data alone
+        build(seed_dir, seed, "results/data/adult/test.parquet")
+        study = 0.0
     config = load([str(REPO / "config/config.yaml")], overrides={"seed": seed, "release": {"tuning": TUNING[method],
                                                                      "selection": SELECTION}})
     settings = ReleaseSettings.from_config(config)

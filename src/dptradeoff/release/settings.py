@@ -55,16 +55,10 @@ class PriorTuning:
 
 
 @dataclass(frozen=True)
-class SubsampledTuning:
-    """No tuning rows: the selection runs on a secret random `subsample` of the private rows, over
-    settings drawn from the prior, and the chosen setting is trained once more on every private row
-    (Koskela & Kulkarni 2023); both are inside the total."""
-    candidates: int
+class SubsampledTuning(PriorTuning):
+    """The prior's search run on a secret random `subsample` of the private rows, and the chosen setting
+    trained once more on every private row (Koskela & Kulkarni 2023); both are inside the total."""
     subsample: float
-    protects_every_row = True
-
-    def tuning_problem(self, problem: str) -> None:
-        return None
 
     def describe(self) -> str:
         return (f"none: the search runs on a secret random {self.subsample:g} of the private rows, over {self.candidates} "
